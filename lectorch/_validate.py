@@ -1,0 +1,83 @@
+"""Argument checks shared by every module: each error names the argument and the fix."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def positive_int(name: str, value: Any) -> int:
+    """Return ``value`` if it is an int >= 1, else raise a clear error.
+
+    >>> positive_int("batch", 8)
+    8
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}; pass a positive size")
+    return int(value)
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    """Return ``value`` if it is an int >= 0.
+
+    >>> non_negative_int("warmup", 0)
+    0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a non-negative int, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def positive_number(name: str, value: Any) -> float:
+    """Return ``value`` as a float if it is a finite number > 0.
+
+    >>> positive_number("tokens", 15e12)
+    15000000000000.0
+    """
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def fraction(name: str, value: Any) -> float:
+    """Return ``value`` if it lies in (0, 1], e.g. a model FLOP utilisation.
+
+    >>> fraction("mfu", 0.5)
+    0.5
+    """
+    value = positive_number(name, value)
+    if value > 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value}; pass 0.5 for 50%, not 50")
+    return value
+
+
+def shape(name: str, value: Any) -> tuple[int, ...]:
+    """Return ``value`` as a tuple of non-negative ints (a tensor shape).
+
+    >>> shape("shape", [4, 8])
+    (4, 8)
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        dims = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints such as (4, 8), got {value!r}") from None
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise TypeError(f"{name} must contain ints only, got {dim!r} in {value!r}")
+        if dim < 0:
+            raise ValueError(f"{name} has a negative size {dim} in {tuple(value)}; sizes must be >= 0")
+    return tuple(int(d) for d in dims)

@@ -1,0 +1,188 @@
+"""Where tensors live: choose the device once, describe it, and read its memory.
+
+Everything runs on a CPU; a GPU adds speed and the CUDA-only readings.
+
+>>> device = get_device("cpu")
+>>> device
+device(type='cpu')
+>>> synchronize(device)   # a no-op on the CPU, a barrier on a GPU
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+#: Set this environment variable (e.g. ``LECTORCH_DEVICE=cpu``) to override the automatic choice.
+DEVICE_ENV = "LECTORCH_DEVICE"
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def get_device(prefer: str | torch.device | None = None) -> torch.device:
+    """The device the course runs on: CUDA if present, else Apple's MPS, else the CPU.
+
+    ``prefer`` (or the ``LECTORCH_DEVICE`` environment variable) forces a choice and is checked:
+    asking for a GPU that is not there raises a ``ValueError`` instead of failing later.
+
+    >>> get_device("cpu")
+    device(type='cpu')
+    """
+    if prefer is None:
+        prefer = os.environ.get(DEVICE_ENV) or None
+    if prefer is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return check_device(prefer, name="prefer")
+
+
+def check_device(device: str | torch.device, *, name: str = "device") -> torch.device:
+    """Parse ``device`` and make sure it exists on this machine.
+
+    >>> check_device("cpu")
+    device(type='cpu')
+    """
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str):
+        try:
+            dev = torch.device(device)
+        except RuntimeError:
+            raise ValueError(
+                f"{name}={device!r} is not a device string; use 'cpu', 'cuda', 'cuda:0' or 'mps'"
+            ) from None
+    else:
+        raise TypeError(f"{name} must be a str or torch.device, got {type(device).__name__}")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"{name}={str(dev)!r} but this machine has no CUDA GPU visible to torch; "
+                "use 'cpu' or get_device() to choose automatically"
+            )
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"{name}={str(dev)!r} but only {count} GPU(s) are visible (cuda:0 … cuda:{count - 1})")
+        if dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+    elif dev.type == "mps" and not _mps_available():
+        raise ValueError(f"{name}='mps' but Apple's MPS backend is not available here; use 'cpu'")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"{name}={str(dev)!r}: lectorch supports 'cpu', 'cuda' and 'mps' devices")
+    return dev
+
+
+def synchronize(device: str | torch.device) -> None:
+    """Wait until every kernel queued on ``device`` has finished (GPUs run asynchronously).
+
+    Time a GPU operation only between two synchronisations, or you time the launch, not the work.
+
+    >>> synchronize("cpu")
+    """
+    dev = check_device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    elif dev.type == "mps":
+        torch.mps.synchronize()
+
+
+def assert_on_device(tensor: torch.Tensor, device: str | torch.device) -> None:
+    """Raise ``AssertionError`` unless ``tensor`` lives on ``device`` (a name says nothing about it).
+
+    >>> assert_on_device(torch.zeros(2), "cpu")
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
+    want = torch.device(device) if isinstance(device, str) else device
+    got = tensor.device
+    same = got.type == want.type and (want.index is None or got.index == want.index)
+    if not same:
+        raise AssertionError(f"tensor is on {got}, expected {want}; move it with tensor.to({str(want)!r})")
+
+
+def _host_memory_bytes() -> tuple[int, int]:
+    """(total, available) bytes of host RAM, from /proc/meminfo where it exists."""
+    try:
+        with open("/proc/meminfo") as f:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+        return info["MemTotal"], info.get("MemAvailable", info["MemFree"])
+    except (OSError, KeyError, ValueError):
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return total, total // 2
+
+
+def free_memory_bytes(device: str | torch.device) -> int:
+    """Bytes that can still be allocated on ``device`` (host RAM available for the CPU).
+
+    >>> free_memory_bytes("cpu") > 0
+    True
+    """
+    dev = check_device(device)
+    if dev.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(dev)
+        return int(free)
+    if dev.type == "mps":
+        return int(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory())
+    return _host_memory_bytes()[1]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device is: name, memory and, on a GPU, its compute capability and SM count."""
+
+    device: str
+    name: str
+    total_memory_bytes: int
+    compute_capability: tuple[int, int] | None = None
+    multiprocessors: int | None = None
+    cpu_threads: int | None = None
+
+    def __str__(self) -> str:
+        gib = self.total_memory_bytes / 2**30
+        extra = ""
+        if self.compute_capability is not None:
+            extra = f", compute capability {self.compute_capability[0]}.{self.compute_capability[1]}, {self.multiprocessors} SMs"
+        elif self.cpu_threads is not None:
+            extra = f", {self.cpu_threads} torch threads"
+        return f"{self.device}: {self.name}, {gib:.1f} GiB{extra}"
+
+
+def describe_device(device: str | torch.device | None = None) -> DeviceInfo:
+    """Describe ``device`` (default: :func:`get_device`).
+
+    >>> describe_device("cpu").device
+    'cpu'
+    """
+    dev = get_device() if device is None else check_device(device)
+    if dev.type == "cuda":
+        props = torch.cuda.get_device_properties(dev)
+        return DeviceInfo(
+            device=str(dev),
+            name=props.name,
+            total_memory_bytes=int(props.total_memory),
+            compute_capability=(props.major, props.minor),
+            multiprocessors=props.multi_processor_count,
+        )
+    if dev.type == "mps":
+        return DeviceInfo(device="mps", name="Apple GPU (MPS)", total_memory_bytes=int(torch.mps.recommended_max_memory()))
+    import platform
+
+    name = platform.processor() or platform.machine() or "CPU"
+    return DeviceInfo(device="cpu", name=name, total_memory_bytes=_host_memory_bytes()[0], cpu_threads=torch.get_num_threads())
+
+
+def list_gpus() -> list[DeviceInfo]:
+    """Every CUDA GPU torch can see (an empty list on a CPU-only machine).
+
+    >>> isinstance(list_gpus(), list)
+    True
+    """
+    if not torch.cuda.is_available():
+        return []
+    return [describe_device(f"cuda:{i}") for i in range(torch.cuda.device_count())]

@@ -1,0 +1,97 @@
+"""Napkin math: training time from the 6·N·T rule, and the largest model that fits in memory.
+
+>>> round(training_days(70e9, 15e12, num_gpus=1024, gpu="H100 SXM", mfu=0.5))
+144
+>>> max_trainable_params(80e9, bytes_per_param=16)
+5000000000.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from lectorch import _validate
+from lectorch.hardware import GPUSpec, get_gpu
+
+SECONDS_PER_DAY = 86_400
+
+
+def training_flops(params: float, tokens: float, *, flops_per_param_token: float = 6.0) -> float:
+    """Training compute ≈ 6 × parameters × tokens (2 forward + 4 backward per parameter and token).
+
+    >>> training_flops(70e9, 15e12)
+    6.3e+24
+    """
+    params = _validate.positive_number("params", params)
+    tokens = _validate.positive_number("tokens", tokens)
+    return _validate.positive_number("flops_per_param_token", flops_per_param_token) * params * tokens
+
+
+def cluster_flops_per_s(
+    *, num_gpus: int, mfu: float, gpu: str | GPUSpec = "H100 SXM", dtype: str | torch.dtype = "bf16",
+    peak_flops_per_s: float | None = None,
+) -> float:
+    """Useful FLOP/s of ``num_gpus`` GPUs at utilisation ``mfu`` (dense peak unless given).
+
+    >>> cluster_flops_per_s(num_gpus=1, mfu=0.5) / 1e12
+    494.75
+    """
+    num_gpus = _validate.positive_int("num_gpus", num_gpus)
+    mfu = _validate.fraction("mfu", mfu)
+    peak = (
+        _validate.positive_number("peak_flops_per_s", peak_flops_per_s)
+        if peak_flops_per_s is not None
+        else get_gpu(gpu).peak_flops(dtype)
+    )
+    return num_gpus * peak * mfu
+
+
+def training_days(
+    params: float, tokens: float, *, num_gpus: int, mfu: float, gpu: str | GPUSpec = "H100 SXM",
+    dtype: str | torch.dtype = "bf16", peak_flops_per_s: float | None = None,
+) -> float:
+    """Days to train ``params`` parameters on ``tokens`` tokens.
+
+    >>> round(training_days(70e9, 15e12, num_gpus=1024, mfu=0.5), 1)
+    143.9
+    """
+    flops = training_flops(params, tokens)
+    per_s = cluster_flops_per_s(num_gpus=num_gpus, mfu=mfu, gpu=gpu, dtype=dtype, peak_flops_per_s=peak_flops_per_s)
+    return flops / (per_s * SECONDS_PER_DAY)
+
+
+@dataclass(frozen=True)
+class BytesPerParam:
+    """Bytes each parameter costs during training, by component."""
+
+    weights: float
+    gradients: float
+    optimizer_state: float
+    master_weights: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_state + self.master_weights
+
+
+#: fp32 weights and gradients, AdamW's two fp32 moments: 4 + 4 + 8 = 16 bytes.
+ADAMW_FP32 = BytesPerParam(weights=4, gradients=4, optimizer_state=8)
+#: bf16 weights and gradients plus an fp32 master copy and fp32 moments: 2 + 2 + 4 + 8 = 16 bytes.
+ADAMW_BF16_MIXED = BytesPerParam(weights=2, gradients=2, optimizer_state=8, master_weights=4)
+#: Plain SGD in fp32 keeps no state: 4 + 4 = 8 bytes.
+SGD_FP32 = BytesPerParam(weights=4, gradients=4, optimizer_state=0)
+
+
+def max_trainable_params(memory_bytes: float, *, bytes_per_param: float | BytesPerParam = 16, num_gpus: int = 1) -> float:
+    """The most parameters whose weights, gradients and optimizer state fit (activations ignored).
+
+    >>> max_trainable_params(80e9, bytes_per_param=ADAMW_FP32, num_gpus=8)
+    40000000000.0
+    """
+    memory_bytes = _validate.positive_number("memory_bytes", memory_bytes)
+    if isinstance(bytes_per_param, BytesPerParam):
+        bytes_per_param = bytes_per_param.total
+    per_param = _validate.positive_number("bytes_per_param", bytes_per_param)
+    return _validate.positive_int("num_gpus", num_gpus) * memory_bytes / per_param

@@ -1,0 +1,44 @@
+"""Build the book from the outputs stored in the notebooks (no execution), from clean, strictly.
+
+    python tools/build_book.py OUTPUT_DIR        # writes OUTPUT_DIR/_build/html
+
+Used by the test suite; authors run it to check a chapter renders with zero warnings.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(output: Path, *, builder: str = "html") -> subprocess.CompletedProcess:
+    """Run jupyter-book with execution off and -n -W --keep-going; return the finished process."""
+    output = Path(output)
+    if output.exists():
+        shutil.rmtree(output)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"]["execute_notebooks"] = "off"
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "_config.yml"
+        cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+        cmd = [
+            str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "--path-output", str(output),
+            "--config", str(cfg), "--builder", builder, "-n", "-W", "--keep-going", "--all",
+        ]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    proc = build(Path(sys.argv[1]))
+    print(proc.stdout[-5000:])
+    print(proc.stderr[-5000:], file=sys.stderr)
+    sys.exit(proc.returncode)
