@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from lectorch import _validate
+
 #: Set this environment variable (e.g. ``LECTORCH_DEVICE=cpu``) to override the automatic choice.
 DEVICE_ENV = "LECTORCH_DEVICE"
 
@@ -186,3 +188,79 @@ def list_gpus() -> list[DeviceInfo]:
     if not torch.cuda.is_available():
         return []
     return [describe_device(f"cuda:{i}") for i in range(torch.cuda.device_count())]
+
+
+# --- GPU memory readings (chapter 02) -------------------------------------------------------------
+
+#: The CUDA caching allocator hands out memory in blocks of (multiples of) this many bytes.
+CUDA_BLOCK_BYTES = 512
+
+
+def allocator_bytes(nbytes: int, *, block: int = CUDA_BLOCK_BYTES) -> int:
+    """Bytes ``torch.cuda.memory_allocated`` grows by for one allocation of ``nbytes``.
+
+    PyTorch's CUDA caching allocator rounds every request up to a multiple of ``block`` (512)
+    bytes; an empty tensor allocates nothing. Exact for small tensors (under 1 MiB); a large one
+    may be served by a cached block up to 1 MiB bigger than it.
+
+    >>> allocator_bytes(32 * 32 * 4)   # a 32×32 float32 matrix: 4096 is a multiple of 512
+    4096
+    >>> allocator_bytes(3 * 4)         # three float32 numbers still take one 512-byte block
+    512
+    """
+    nbytes = _validate.non_negative_int("nbytes", nbytes)
+    block = _validate.positive_int("block", block)
+    return -(-nbytes // block) * block
+
+
+@dataclass
+class AllocatedReading:
+    """What :func:`track_allocated` measured, in bytes, relative to the start of the ``with`` block.
+
+    ``delta_bytes``: how much more ``memory_allocated`` reports at the end than at the start.
+    ``peak_bytes``: the highest it went above the start (``max_memory_allocated`` − start).
+    """
+
+    device: str
+    start_bytes: int = 0
+    delta_bytes: int = 0
+    peak_bytes: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.device}: memory_allocated +{self.delta_bytes} bytes, peak +{self.peak_bytes} bytes"
+
+
+class track_allocated:  # noqa: N801 (used like a function: ``with track_allocated(device) as m:``)
+    """Measure the CUDA memory that the code in a ``with`` block allocates (deltas, not totals).
+
+    Uses ``torch.cuda.memory_allocated`` before and after, and ``reset_peak_memory_stats`` +
+    ``max_memory_allocated`` for the peak. Only a CUDA GPU has these counters: any other device
+    raises a ``ValueError`` (check ``device.type == "cuda"`` first).
+
+    >>> track_allocated("cpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: device='cpu': memory_allocated readings need a CUDA GPU; on a CPU compute the bytes with lectorch.memory.tensor_bytes
+    """
+
+    def __init__(self, device: str | torch.device) -> None:
+        dev = check_device(device)
+        if dev.type != "cuda":
+            raise ValueError(
+                f"device={str(dev)!r}: memory_allocated readings need a CUDA GPU; "
+                "on a CPU compute the bytes with lectorch.memory.tensor_bytes"
+            )
+        self.device = dev
+        self.reading = AllocatedReading(device=str(dev))
+
+    def __enter__(self) -> AllocatedReading:
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self.reading.start_bytes = torch.cuda.memory_allocated(self.device)
+        return self.reading
+
+    def __exit__(self, *exc_info: object) -> None:
+        torch.cuda.synchronize(self.device)
+        start = self.reading.start_bytes
+        self.reading.delta_bytes = torch.cuda.memory_allocated(self.device) - start
+        self.reading.peak_bytes = torch.cuda.max_memory_allocated(self.device) - start

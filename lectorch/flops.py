@@ -45,6 +45,46 @@ def linear_flops(batch: int, in_features: int, out_features: int) -> int:
     return matmul_flops(batch, in_features, out_features)
 
 
+def forward_flops(tokens: float, params: float) -> float:
+    """Forward-pass FLOPs of a model whose work is its matmuls: ``2 × tokens × params``.
+
+    Exact for a stack of bias-free linear layers (each weight element does one multiply-add per
+    token); a good approximation for transformers at moderate sequence lengths.
+
+    >>> forward_flops(tokens=8, params=1000)
+    16000.0
+    """
+    tokens = _validate.positive_number("tokens", tokens)
+    return 2.0 * tokens * _validate.positive_number("params", params)
+
+
+def elementwise_flops(numel: int, *, flops_per_element: float = 1) -> float:
+    """FLOPs of an element-wise op (add, ReLU, scaling, ...) over ``numel`` elements.
+
+    One FLOP per element by default; a GELU or a normalisation costs a few more. Note that
+    FlopCounterMode counts *only* matmul-like operators, so it reports 0 for these.
+
+    >>> elementwise_flops(4 * 256)                     # ReLU on a (4, 256) activation
+    1024.0
+    >>> count_flops(torch.relu, torch.ones(4, 256)).total
+    0
+    """
+    numel = _validate.positive_int("numel", numel)
+    return _validate.positive_number("flops_per_element", flops_per_element) * numel
+
+
+def matmul_to_elementwise_ratio(batch: int, in_features: int, out_features: int, *, flops_per_element: float = 1) -> float:
+    """How many times the FLOPs of a (B, D) @ (D, K) linear map exceed one element-wise op on its
+    (B, K) output: ``2·B·D·K / (B·K) = 2·D`` per FLOP per element. It grows with the width D.
+
+    >>> matmul_to_elementwise_ratio(16, 4096, 4096)
+    8192.0
+    """
+    out = elementwise_flops(_validate.positive_int("batch", batch) * _validate.positive_int("out_features", out_features),
+                            flops_per_element=flops_per_element)
+    return linear_flops(batch, in_features, out_features) / out
+
+
 @dataclass(frozen=True)
 class FlopCount:
     """FLOPs torch counted while running a function, in total and per operator."""
@@ -66,5 +106,5 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> FlopCount:
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     with FlopCounterMode(display=False) as mode:
         result = fn(*args, **kwargs)
-    by_op = {str(op).removeprefix("aten."): int(n) for op, n in mode.get_flop_counts()["Global"].items()}
+    by_op = {str(op).removeprefix("aten."): int(n) for op, n in mode.get_flop_counts().get("Global", {}).items()}
     return FlopCount(total=int(mode.get_total_flops()), by_operator=by_op, result=result)

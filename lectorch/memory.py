@@ -65,3 +65,49 @@ def format_bytes(n: float, *, binary: bool | None = None) -> str:
         si, iec = _scaled(n, 1000, _SI), _scaled(n, 1024, _IEC)
         return si if si == iec else f"{si} ({iec})"
     return _scaled(n, 1024, _IEC) if binary else _scaled(n, 1000, _SI)
+
+
+# --- Refusing allocations that cannot fit (chapter 02) --------------------------------------------
+
+
+class NotEnoughMemory(ValueError, MemoryError):
+    """A requested allocation is larger than the memory the device has free.
+
+    It is both a ``ValueError`` (a bad size, shown as a message by widgets) and a ``MemoryError``.
+    """
+
+
+def ensure_fits(
+    nbytes: int,
+    device: str | torch.device = "cpu",
+    *,
+    fraction: float = 0.9,
+    free_bytes: int | None = None,
+    what: str = "the allocation",
+) -> int:
+    """Return ``nbytes`` if it fits in ``fraction`` of ``device``'s free memory, else refuse clearly.
+
+    Call it before allocating a size chosen by a user (a slider, an argument): a refused request
+    is an exception you can show, while an allocation larger than RAM can get the whole process
+    killed by the operating system. ``free_bytes`` overrides the reading (for tests and budgets).
+
+    >>> ensure_fits(4096, "cpu")
+    4096
+    >>> ensure_fits(2**40, "cpu", free_bytes=2**30)
+    Traceback (most recent call last):
+    ...
+    lectorch.memory.NotEnoughMemory: the allocation needs 1.10 TB (1.00 TiB) but cpu has 1.07 GB (1.00 GiB) free; at most 90% of it (966.37 MB (921.60 MiB)) may be used: choose a smaller size or dtype
+    """
+    from lectorch.device import check_device, free_memory_bytes
+
+    nbytes = _validate.non_negative_int("nbytes", nbytes)
+    fraction = _validate.fraction("fraction", fraction)
+    dev = check_device(device)
+    free = free_memory_bytes(dev) if free_bytes is None else _validate.non_negative_int("free_bytes", free_bytes)
+    limit = int(fraction * free)
+    if nbytes > limit:
+        raise NotEnoughMemory(
+            f"{what} needs {format_bytes(nbytes)} but {dev} has {format_bytes(free)} free; "
+            f"at most {fraction:.0%} of it ({format_bytes(limit)}) may be used: choose a smaller size or dtype"
+        )
+    return nbytes

@@ -95,3 +95,45 @@ def max_trainable_params(memory_bytes: float, *, bytes_per_param: float | BytesP
         bytes_per_param = bytes_per_param.total
     per_param = _validate.positive_number("bytes_per_param", bytes_per_param)
     return _validate.positive_int("num_gpus", num_gpus) * memory_bytes / per_param
+
+
+@dataclass(frozen=True)
+class NapkinSummary:
+    """The answers to both napkin questions for one setting (see :func:`summarize`)."""
+
+    training_flops: float
+    cluster_flops_per_s: float
+    days: float
+    gpu_hours: float
+    memory_needed_bytes: float
+    memory_available_bytes: float
+    max_params: float
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_needed_bytes <= self.memory_available_bytes
+
+
+def summarize(
+    params: float, tokens: float, *, gpu: str | GPUSpec, num_gpus: int, mfu: float,
+    bytes_per_param: float | BytesPerParam = ADAMW_FP32, dtype: str | torch.dtype = "bf16",
+) -> NapkinSummary:
+    """Time, GPU-hours and memory of training ``params`` parameters on ``tokens`` tokens.
+
+    >>> s = summarize(70e9, 15e12, gpu="H100 SXM", num_gpus=1024, mfu=0.5)
+    >>> round(s.days), s.fits
+    (144, True)
+    """
+    spec = get_gpu(gpu)
+    per_param = bytes_per_param.total if isinstance(bytes_per_param, BytesPerParam) else bytes_per_param
+    per_s = cluster_flops_per_s(num_gpus=num_gpus, mfu=mfu, gpu=spec, dtype=dtype)
+    days = training_days(params, tokens, num_gpus=num_gpus, mfu=mfu, peak_flops_per_s=spec.peak_flops(dtype))
+    return NapkinSummary(
+        training_flops=training_flops(params, tokens),
+        cluster_flops_per_s=per_s,
+        days=days,
+        gpu_hours=days * 24 * num_gpus,
+        memory_needed_bytes=params * _validate.positive_number("bytes_per_param", per_param),
+        memory_available_bytes=spec.memory_bytes * num_gpus,
+        max_params=max_trainable_params(spec.memory_bytes, bytes_per_param=per_param, num_gpus=num_gpus),
+    )

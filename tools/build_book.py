@@ -25,6 +25,10 @@ def build(output: Path, *, builder: str = "html") -> subprocess.CompletedProcess
         shutil.rmtree(output)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = "off"
+    # the temporary config lives elsewhere: make its local-extension paths absolute
+    local = config.get("sphinx", {}).get("local_extensions", {})
+    for name, path in local.items():
+        local[name] = str(ROOT / path)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "_config.yml"
         cfg.write_text(yaml.safe_dump(config, sort_keys=False))

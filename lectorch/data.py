@@ -1,0 +1,198 @@
+"""Data: token ids in a flat binary file, read lazily with ``numpy.memmap``, sampled into batches.
+
+A pretraining corpus is terabytes of token ids (the lecture quotes ≈ 2.8 TB for LLaMA's), far more
+than RAM, so it lives on disk as one flat array and ``np.memmap`` pages in only the windows a batch
+touches. A batch is ``batch_size`` random windows of ``context_length + 1`` tokens: the inputs are the
+first ``context_length`` tokens, the targets the same window shifted by one (the next tokens).
+
+>>> data = np.arange(100, dtype=np.uint16)
+>>> x, y = get_batch(data, 4, 8, "cpu", generator=torch.Generator().manual_seed(0))
+>>> x.shape, y.dtype
+(torch.Size([4, 8]), torch.int64)
+>>> bool((y[:, :-1] == x[:, 1:]).all())
+True
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lectorch import _validate
+from lectorch.device import check_device
+
+#: The dtype of token ids on disk: 2 bytes, enough for vocabularies below 65 536 (GPT-2, LLaMA 1/2).
+TOKEN_DTYPE = np.uint16
+
+
+def _np_dtype(dtype) -> np.dtype:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a numpy integer dtype such as np.uint16, got {dtype!r}") from None
+    if dt.kind not in "ui":
+        raise TypeError(f"dtype must be a numpy integer dtype such as np.uint16, got {dt}")
+    return dt
+
+
+def write_tokens(path: str | os.PathLike, tokens, dtype=TOKEN_DTYPE) -> int:
+    """Write ``tokens`` (a 1-D sequence of ids) to ``path`` as a flat array of ``dtype``; return the byte count.
+
+    The file has no header: its size is ``len(tokens) × itemsize``. Ids that do not fit ``dtype`` raise.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     write_tokens(Path(d) / "t.bin", [1, 2, 3])
+    6
+    """
+    dt = _np_dtype(dtype)
+    arr = np.asarray(tokens)
+    if arr.ndim != 1:
+        raise ValueError(f"tokens must be one-dimensional (a flat stream of ids), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("tokens is empty; write at least one token id")
+    if arr.dtype.kind not in "ui":
+        raise TypeError(f"tokens must hold integers (token ids), got dtype {arr.dtype}")
+    info = np.iinfo(dt)
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < info.min or hi > info.max:
+        raise ValueError(f"tokens has ids in [{lo}, {hi}], which do not fit dtype {dt} ([{info.min}, {info.max}]); "
+                         "use a wider dtype such as np.uint32")
+    path = Path(path)
+    arr.astype(dt).tofile(path)
+    return arr.size * dt.itemsize
+
+
+def load_tokens(path: str | os.PathLike, dtype=TOKEN_DTYPE) -> np.memmap:
+    """Open a token file written by :func:`write_tokens` as a read-only ``np.memmap`` (nothing is read yet).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = write_tokens(Path(d) / "t.bin", [5, 6, 7])
+    ...     load_tokens(Path(d) / "t.bin").tolist()
+    [5, 6, 7]
+    """
+    dt = _np_dtype(dtype)
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"token file {str(path)!r} does not exist")
+    size = path.stat().st_size
+    if size == 0:
+        raise ValueError(f"token file {str(path)!r} is empty")
+    if size % dt.itemsize:
+        raise ValueError(
+            f"token file {str(path)!r} has {size} bytes, not a multiple of {dt.itemsize} (the size of {dt}): "
+            "it is truncated or was written with another dtype"
+        )
+    return np.memmap(path, dtype=dt, mode="r")
+
+
+def get_batch(
+    data: np.ndarray,
+    batch_size: int,
+    context_length: int,
+    device: str | torch.device,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample ``batch_size`` windows of ``data``: (inputs, targets), each (batch_size, context_length) int64.
+
+    Starts are uniform over every valid start ``0 … len(data) - context_length - 1`` (a window needs
+    ``context_length + 1`` tokens). ``generator`` (a CPU ``torch.Generator``) makes the order
+    reproducible and checkpointable. On CUDA the batch is copied from pinned (page-locked) host memory
+    with ``non_blocking=True``, so the copy overlaps with the GPU's work.
+
+    >>> x, y = get_batch(np.arange(10, dtype=np.uint16), 2, 9, "cpu")
+    >>> x.tolist(), y.tolist()
+    ([[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5, 6, 7, 8]], [[1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9]])
+    """
+    if not isinstance(data, np.ndarray) or data.ndim != 1:
+        raise TypeError(f"data must be a 1-D numpy array or np.memmap of token ids, got {type(data).__name__}"
+                        + (f" of shape {data.shape}" if isinstance(data, np.ndarray) else ""))
+    batch_size = _validate.positive_int("batch_size", batch_size)
+    context_length = _validate.positive_int("context_length", context_length)
+    dev = check_device(device)
+    if context_length >= len(data):
+        raise ValueError(
+            f"context_length={context_length} must be smaller than the data length {len(data)}: "
+            f"a window needs context_length + 1 tokens"
+        )
+    if generator is not None and (not isinstance(generator, torch.Generator) or generator.device.type != "cpu"):
+        raise TypeError("generator must be a CPU torch.Generator (indices are drawn on the host)")
+    starts = torch.randint(len(data) - context_length, (batch_size,), generator=generator)
+    index = starts.numpy()[:, None] + np.arange(context_length + 1)
+    window = torch.from_numpy(data[index].astype(np.int64))  # reads only these pages of a memmap
+    inputs, targets = window[:, :-1], window[:, 1:]
+    if dev.type == "cuda":
+        inputs = inputs.pin_memory().to(dev, non_blocking=True)
+        targets = targets.pin_memory().to(dev, non_blocking=True)
+    else:
+        inputs, targets = inputs.contiguous().to(dev), targets.contiguous().to(dev)
+    return inputs, targets
+
+
+def markov_tokens(num_tokens: int, vocab_size: int, *, branching: int = 4, seed: int = 0) -> np.ndarray:
+    """A synthetic "language": a random Markov chain in which each token has ``branching`` likely successors.
+
+    The best any next-token model can reach is the chain's conditional entropy, which
+    :func:`bigram_entropy` measures on the data: a known floor for the training loss.
+
+    >>> markov_tokens(8, 16, seed=0).dtype
+    dtype('uint16')
+    """
+    num_tokens = _validate.positive_int("num_tokens", num_tokens)
+    vocab_size = _validate.positive_int("vocab_size", vocab_size)
+    branching = _validate.positive_int("branching", branching)
+    if vocab_size > np.iinfo(TOKEN_DTYPE).max + 1:
+        raise ValueError(f"vocab_size={vocab_size} does not fit uint16 token ids (at most 65536)")
+    if branching > vocab_size:
+        raise ValueError(f"branching={branching} must be <= vocab_size={vocab_size}")
+    seed = _validate.non_negative_int("seed", seed)
+    rng = np.random.default_rng(seed)
+    successors = np.stack([rng.choice(vocab_size, branching, replace=False) for _ in range(vocab_size)])
+    probs = rng.dirichlet(np.ones(branching), size=vocab_size)
+    cumulative = probs.cumsum(axis=1).tolist()
+    succ = successors.tolist()
+    out = []
+    token = int(rng.integers(vocab_size))
+    for u in rng.random(num_tokens).tolist():
+        out.append(token)
+        token = succ[token][min(bisect.bisect_left(cumulative[token], u), branching - 1)]
+    return np.asarray(out, dtype=TOKEN_DTYPE)
+
+
+def bigram_entropy(tokens) -> float:
+    """Conditional entropy H(next | current) in nats, measured on ``tokens``: the loss floor of a bigram model.
+
+    >>> round(bigram_entropy(np.array([0, 1, 0, 1, 0, 1])), 6)   # fully predictable
+    0.0
+    """
+    arr = np.asarray(tokens).astype(np.int64)
+    if arr.ndim != 1 or arr.size < 2:
+        raise ValueError("tokens must be a 1-D sequence of at least two ids")
+    pairs = arr[:-1] * (int(arr.max()) + 1) + arr[1:]
+    _, pair_counts = np.unique(pairs, return_counts=True)
+    _, first_counts = np.unique(arr[:-1], return_counts=True)
+    n = arr.size - 1
+    # H(X, Y) - H(X), from counts
+    h_joint = -np.sum(pair_counts / n * np.log(pair_counts / n))
+    h_first = -np.sum(first_counts / n * np.log(first_counts / n))
+    return float(max(h_joint - h_first, 0.0))
+
+
+def tokens_on_disk(num_tokens: float, dtype=TOKEN_DTYPE) -> float:
+    """Bytes of ``num_tokens`` token ids stored as ``dtype``.
+
+    >>> tokens_on_disk(1.4e12) / 1e12     # LLaMA's 1.4 T training tokens as uint16, in TB
+    2.8
+    """
+    dt = _np_dtype(dtype)
+    num_tokens = _validate.positive_number("num_tokens", num_tokens)
+    return num_tokens * dt.itemsize
+
+
+__all__ = ["TOKEN_DTYPE", "write_tokens", "load_tokens", "get_batch", "markov_tokens", "bigram_entropy",
+           "tokens_on_disk"]

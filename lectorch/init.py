@@ -1,0 +1,179 @@
+"""Initialisation: how the scale of random weights sets the scale of a layer's outputs.
+
+With inputs of variance 1, the output of ``x @ w`` for a (fan_in, fan_out) weight of standard
+deviation ``s`` has standard deviation ``sqrt(fan_in) · s``: standard-normal weights (s = 1) make it
+grow like sqrt(fan_in); ``s = 1/sqrt(fan_in)`` keeps it ≈ 1 at every width.
+
+>>> init_std("standard", 1024), init_std("lecun", 1024)
+(1.0, 0.03125)
+>>> trunc_normal_bounds(0.02)          # ±3 standard deviations, in absolute units
+(-0.06, 0.06)
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+import torch
+from torch import nn
+
+from lectorch import _validate
+
+#: Initialisation schemes: the standard deviation of a (fan_in, fan_out) weight, as a formula.
+SCHEMES: dict[str, str] = {
+    "standard": "1",
+    "lecun": "1/sqrt(fan_in)",
+    "xavier": "sqrt(2/(fan_in + fan_out))",
+    "kaiming": "sqrt(2/fan_in)",
+}
+
+
+def check_scheme(scheme: str) -> str:
+    """Return ``scheme`` if it is one of :data:`SCHEMES`, else raise a ``ValueError`` with suggestions.
+
+    >>> check_scheme("xavier")
+    'xavier'
+    """
+    if not isinstance(scheme, str):
+        raise TypeError(f"scheme must be a str such as 'lecun', got {type(scheme).__name__}")
+    if scheme not in SCHEMES:
+        close = difflib.get_close_matches(scheme, SCHEMES, n=2)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"scheme={scheme!r} is not an initialisation scheme lectorch knows.{hint} "
+                         f"Known: {', '.join(SCHEMES)}.")
+    return scheme
+
+
+def init_std(scheme: str, fan_in: int, fan_out: int | None = None) -> float:
+    """Standard deviation of a (fan_in, fan_out) weight under ``scheme`` (fan_out defaults to fan_in).
+
+    Xavier (Glorot) and Kaiming (He) are ``1/sqrt(fan_in)`` up to a constant: for a square weight
+    Xavier equals it, Kaiming is sqrt(2) larger (it makes up for a ReLU that zeroes half the inputs).
+
+    >>> init_std("xavier", 256) == init_std("lecun", 256)
+    True
+    >>> round(init_std("kaiming", 2), 6)
+    1.0
+    """
+    check_scheme(scheme)
+    fan_in = _validate.positive_int("fan_in", fan_in)
+    fan_out = fan_in if fan_out is None else _validate.positive_int("fan_out", fan_out)
+    if scheme == "standard":
+        return 1.0
+    if scheme == "lecun":
+        return 1 / math.sqrt(fan_in)
+    if scheme == "xavier":
+        return math.sqrt(2 / (fan_in + fan_out))
+    return math.sqrt(2 / fan_in)
+
+
+def init_weight(fan_in: int, fan_out: int, scheme: str = "lecun", *, generator: torch.Generator | None = None,
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A (fan_in, fan_out) weight drawn from N(0, init_std(scheme)²), for ``x @ weight``.
+
+    >>> w = init_weight(64, 8, "lecun", generator=torch.Generator().manual_seed(0)); tuple(w.shape)
+    (64, 8)
+    """
+    std = init_std(scheme, fan_in, fan_out)
+    return torch.randn(fan_in, fan_out, generator=generator, dtype=dtype) * std
+
+
+def trunc_normal_bounds(std: float, num_std: float = 3.0) -> tuple[float, float]:
+    """The bounds ``(a, b)`` to pass to ``nn.init.trunc_normal_`` to cut at ±``num_std`` deviations.
+
+    ``trunc_normal_``'s ``a`` and ``b`` are absolute values, not multiples of ``std``: cutting at
+    three standard deviations means ``a = -3·std, b = 3·std``.
+
+    >>> trunc_normal_bounds(0.5, num_std=2)
+    (-1.0, 1.0)
+    """
+    std = _validate.positive_number("std", std)
+    num_std = _validate.positive_number("num_std", num_std)
+    return -num_std * std, num_std * std
+
+
+def truncated_normal_(tensor: torch.Tensor, std: float, num_std: float = 3.0, *,
+                      generator: torch.Generator | None = None) -> torch.Tensor:
+    """Fill ``tensor`` in place from N(0, std²) truncated at ±``num_std`` standard deviations.
+
+    >>> w = truncated_normal_(torch.empty(1000), std=0.02, generator=torch.Generator().manual_seed(0))
+    >>> bool(w.abs().max() <= 0.06)
+    True
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
+    a, b = trunc_normal_bounds(std, num_std)
+    return nn.init.trunc_normal_(tensor, mean=0.0, std=std, a=a, b=b, generator=generator)
+
+
+def truncation_in_std(bound: float, std: float) -> float:
+    """How many standard deviations an absolute truncation ``bound`` is: ``|bound| / std``.
+
+    The slip ``trunc_normal_(w, std=0.02, a=-3, b=3)`` truncates at 150 standard deviations,
+    which is no truncation at all:
+
+    >>> truncation_in_std(3, 0.02)
+    150.0
+    """
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        raise TypeError(f"bound must be a number, got {type(bound).__name__}")
+    std = _validate.positive_number("std", std)
+    return abs(float(bound)) / std
+
+
+def layer_outputs(width: int, scheme: str, *, batch: int = 256, fan_out: int = 64, seed: int = 0) -> torch.Tensor:
+    """Outputs ``x @ w`` of one layer: x ~ N(0, 1) of shape (batch, width), w from ``scheme``.
+
+    Inputs and weights come from their own generators (seeds ``seed`` and ``seed + 1``), so the
+    result does not depend on, or change, torch's global random state.
+
+    >>> layer_outputs(16, "lecun", batch=4, fan_out=2).shape
+    torch.Size([4, 2])
+    """
+    width = _validate.positive_int("width", width)
+    batch = _validate.positive_int("batch", batch)
+    fan_out = _validate.positive_int("fan_out", fan_out)
+    seed = _validate.non_negative_int("seed", seed)
+    x = torch.randn(batch, width, generator=torch.Generator().manual_seed(seed))
+    w = init_weight(width, fan_out, scheme, generator=torch.Generator().manual_seed(seed + 1))
+    return x @ w
+
+
+def output_std(width: int, scheme: str, *, batch: int = 256, fan_out: int = 64, seed: int = 0) -> float:
+    """Measured standard deviation of :func:`layer_outputs` (predicted: ``sqrt(width) · init_std``).
+
+    >>> round(output_std(1024, "standard") / 32, 1), round(output_std(1024, "lecun"), 1)
+    (1.0, 1.0)
+    """
+    return float(layer_outputs(width, scheme, batch=batch, fan_out=fan_out, seed=seed).std())
+
+
+def predicted_output_std(width: int, scheme: str, fan_out: int | None = None) -> float:
+    """``sqrt(width) · init_std(scheme, width, fan_out)``: the output scale for unit-variance inputs.
+
+    >>> predicted_output_std(4096, "standard")
+    64.0
+    """
+    return math.sqrt(_validate.positive_int("width", width)) * init_std(scheme, width, fan_out)
+
+
+def depth_stds(width: int, num_layers: int, scheme: str, *, batch: int = 256, seed: int = 0) -> list[float]:
+    """Standard deviation of the activations after each of ``num_layers`` (width, width) layers.
+
+    Under ``scheme="standard"`` each layer multiplies the scale by sqrt(width): depth compounds it.
+
+    >>> [round(s) for s in depth_stds(100, 2, "standard", batch=512)]
+    [10, 100]
+    """
+    width = _validate.positive_int("width", width)
+    num_layers = _validate.positive_int("num_layers", num_layers)
+    batch = _validate.positive_int("batch", batch)
+    seed = _validate.non_negative_int("seed", seed)
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, width, generator=gen)
+    stds = []
+    for _ in range(num_layers):
+        x = x @ init_weight(width, width, scheme, generator=gen)
+        stds.append(float(x.std()))
+    return stds

@@ -1,0 +1,134 @@
+"""Figures of the precision chapter: the bit layout of each float format, and its range and resolution.
+
+>>> fig = bit_layout_figure()
+>>> len(fig.axes)
+1
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from lectorch.dtypes import FLOAT_DTYPES, float_bits, float_format
+from lectorch.plots import COLORS, new_figure
+
+#: Colours of the three fields of a float (shared with the precision widget).
+FIELD_COLORS = {"sign": "#f4a6a6", "exponent": "#9ecae1", "mantissa": "#c7e9c0"}
+
+#: Formats drawn by :func:`range_figure` by default: float64's range (1e-324 … 1e308) would squash the rest.
+RANGE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float8_e5m2, torch.float8_e4m3fn)
+
+
+def _dtypes(dtypes) -> list:
+    if isinstance(dtypes, (str, torch.dtype)):
+        dtypes = [dtypes]
+    fmts = [float_format(d) for d in dtypes]
+    if not fmts:
+        raise ValueError("dtypes must name at least one float dtype")
+    return fmts
+
+
+def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Figure:
+    """One row of coloured boxes per format: sign, exponent and mantissa bits, one box per bit.
+
+    With ``value``, each box shows the bit that format stores for it and the row ends with the stored value.
+
+    >>> fig = bit_layout_figure(["fp16", "bf16"], value=0.1)
+    >>> len(fig.axes[0].patches)
+    32
+    """
+    fmts = _dtypes(dtypes)
+    width = max(f.bits for f in fmts)
+    fig, ax = new_figure(width=10, height=0.55 * len(fmts) + 0.9)
+    ax.grid(False)
+    for row, fmt in enumerate(fmts):
+        y = len(fmts) - 1 - row
+        bits = float_bits(value, fmt.dtype) if value is not None else None
+        digits = "".join(bits.fields) if bits is not None else None
+        spans = [("sign", 1), ("exponent", fmt.exponent_bits), ("mantissa", fmt.mantissa_bits)]
+        x = 0
+        for field, n in spans:
+            for i in range(n):
+                ax.add_patch(Rectangle((x + i, y + 0.1), 1, 0.8, facecolor=FIELD_COLORS[field], edgecolor="white", lw=0.6))
+                if digits is not None:
+                    ax.text(x + i + 0.5, y + 0.5, digits[x + i], ha="center", va="center",
+                            fontsize=6 if fmt.bits > 32 else 8, family="monospace")
+            if digits is None and n >= 2:
+                ax.text(x + n / 2, y + 0.5, f"{field} ({n})" if n >= 8 else str(n), ha="center", va="center", fontsize=8)
+            x += n
+        label = f"{fmt.name}  {fmt.layout()}"
+        ax.text(-0.8, y + 0.5, label, ha="right", va="center", fontsize=9, family="monospace")
+        if bits is not None:
+            ax.text(fmt.bits + 0.8, y + 0.5, f"= {bits.stored:.8g}", ha="left", va="center", fontsize=9, family="monospace")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in FIELD_COLORS.values()]
+    ax.legend(handles, list(FIELD_COLORS), loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, frameon=False, fontsize=8)
+    ax.set_xlim(-13, width + (12 if value is not None else 1))
+    ax.set_ylim(0, len(fmts))
+    ax.set_axis_off()
+    title = "Bit layout of the float formats" + (f" · the bits each stores for {value!r}" if value is not None else "")
+    ax.set_title(title, fontsize=10, loc="left")
+    return fig
+
+
+def relative_spacing(x: np.ndarray, dtype: torch.dtype | str) -> np.ndarray:
+    """Spacing of ``dtype`` around each positive ``x``, divided by ``x`` (computed from the layout).
+
+    In the normal range it lies between ``eps/2`` and ``eps``; among subnormals it grows to 1.
+
+    >>> relative_spacing(np.array([1.0, 2**-24]), "fp16").tolist()
+    [0.0009765625, 1.0]
+    """
+    fmt = float_format(dtype)
+    x = np.asarray(x, dtype=np.float64)
+    if np.any(~np.isfinite(x)) or np.any(x <= 0):
+        raise ValueError("x must hold finite positive values")
+    _, exp2 = np.frexp(x)  # x = f · 2**exp2 with f in [0.5, 1): the power of two below x is exp2 - 1
+    power = np.maximum(exp2 - 1, 1 - fmt.bias)
+    return np.ldexp(1.0, power - fmt.mantissa_bits) / x
+
+
+def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) -> Figure:
+    """Left: the positive range of each format on a log axis (subnormals pale, normal numbers solid).
+    Right: the relative spacing of neighbouring values, i.e. the resolution, across that range.
+
+    ``marks`` draws labelled vertical lines (default: 1e-8 and fp16's max, 65504).
+
+    >>> len(range_figure().axes)
+    2
+    """
+    fmts = _dtypes(dtypes)
+    marks = {"1e-8": 1e-8, "65504": 65504.0} if marks is None else marks
+    fig, (ax_range, ax_res) = new_figure(1, 2, width=11, height=0.45 * len(fmts) + 2.4)
+    for row, fmt in enumerate(fmts):
+        y = len(fmts) - 1 - row
+        color = COLORS.get(fmt.name, "#555555")
+        lo, mid, hi = (math.log10(v) for v in (fmt.smallest_subnormal, fmt.smallest_normal, fmt.max))
+        ax_range.barh(y, mid - lo, left=lo, height=0.6, color=color, alpha=0.35)
+        ax_range.barh(y, hi - mid, left=mid, height=0.6, color=color, label=fmt.name)
+        ax_range.text(hi + 1, y, f"±{fmt.max:.3g}", va="center", fontsize=8)
+        # resolution: sample each octave's start and the point just before the next one (a sawtooth)
+        powers = np.arange(math.floor(math.log2(fmt.smallest_subnormal)), math.floor(math.log2(fmt.max)) + 1)
+        x = np.ldexp(1.0, powers)
+        x = np.sort(np.concatenate([x, x * (2 - fmt.eps)]))
+        x = x[x <= fmt.max]
+        ax_res.plot(x, relative_spacing(x, fmt.dtype), color=color, label=fmt.name, lw=1.2)
+    ax_range.set_yticks(range(len(fmts)), [f.name for f in reversed(fmts)])
+    ax_range.set_xlabel("log10 of |value|  (pale: subnormal)")
+    ax_range.set_title("Range: smallest subnormal … largest finite", fontsize=10, loc="left")
+    ax_res.set_xscale("log")
+    ax_res.set_yscale("log")
+    ax_res.set_xlabel("|value|")
+    ax_res.set_ylabel("spacing / value")
+    ax_res.set_title("Resolution: gap to the next value, relative", fontsize=10, loc="left")
+    ax_res.legend(fontsize=8, loc="upper right")
+    for label, v in marks.items():
+        ax_range.axvline(math.log10(v), color="k", ls="--", lw=0.8)
+        ax_range.text(math.log10(v), len(fmts) - 0.45, label, ha="center", fontsize=8)
+        ax_res.axvline(v, color="k", ls="--", lw=0.8)
+    ax_range.set_ylim(-0.6, len(fmts) - 0.2)
+    return fig

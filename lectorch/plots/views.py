@@ -1,0 +1,183 @@
+"""Pictures of strides: the flat storage row next to the view's grid, and the walk a view takes
+through its storage (one step per element, in the view's row-major order).
+
+Colour coding: every row of the view has a colour; a storage cell takes the colour of the view row
+that reads it, and stays grey when the view does not read it.
+
+>>> import torch
+>>> fig = storage_view_figure(torch.arange(16).view(4, 4)[:, 1:3])
+>>> len(fig.axes)
+2
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.ticker import MaxNLocator
+
+from lectorch.views import Layout
+
+#: at most this many storage cells are drawn (one row of cells must stay readable)
+MAX_DRAWN = 64
+_GREY = "#e6e6e6"
+_PALETTE = ["#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada",
+            "#fccde5", "#d9d9d9", "#80b1d3", "#ccebc5"]
+
+
+def _layout_and_size(view: torch.Tensor | Layout, storage_size: int | None) -> tuple[Layout, int]:
+    if isinstance(view, torch.Tensor):
+        layout = Layout.of(view)
+        size = view.untyped_storage().nbytes() // view.element_size() if storage_size is None else storage_size
+    elif isinstance(view, Layout):
+        layout, size = view, (view.span if storage_size is None else storage_size)
+    else:
+        raise TypeError(f"view must be a torch.Tensor or a lectorch.views.Layout, got {type(view).__name__}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < layout.span:
+        raise ValueError(f"storage_size must be an int >= {layout.span} (the cells this view reads), got {size!r}")
+    if size > MAX_DRAWN:
+        raise ValueError(f"the storage has {size} elements; draw at most {MAX_DRAWN} so the cells stay readable")
+    return layout, size
+
+
+def _grid(layout: Layout) -> tuple[int, int]:
+    """Rows and columns of the 2-D drawing of a view: leading dims are flattened into rows."""
+    cols = layout.shape[-1] if layout.ndim else 1
+    rows = math.prod(layout.shape[:-1]) if layout.ndim > 1 else 1
+    return rows, cols
+
+
+def _colour_of_cells(layout: Layout) -> dict[int, str]:
+    _, cols = _grid(layout)
+    colours: dict[int, str] = {}
+    for k, cell in enumerate(layout.cells()):
+        colours.setdefault(cell, _PALETTE[(k // max(cols, 1)) % len(_PALETTE)])
+    return colours
+
+
+def _box(ax, x: float, y: float, colour: str, label: str, fontsize: float) -> None:
+    ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="#555555", linewidth=0.8))
+    ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=fontsize,
+            color="#222222" if colour != _GREY else "#999999")
+
+
+def _draw_storage(ax, layout: Layout, size: int, *, title: str) -> None:
+    colours = _colour_of_cells(layout)
+    fontsize = 9 if size <= 24 else 6
+    for i in range(size):
+        _box(ax, i, 0, colours.get(i, _GREY), str(i), fontsize)
+    ax.set_xlim(-0.2, size + 0.2)
+    ax.set_ylim(-0.35, 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title, fontsize=10, loc="left")
+
+
+def _draw_view(ax, layout: Layout, *, title: str, width: int = 0) -> None:
+    rows, cols = _grid(layout)
+    cells = layout.cells()
+    fontsize = 9 if cols <= 24 else 6
+    for k, cell in enumerate(cells):
+        r, c = divmod(k, cols)
+        _box(ax, c, -r, _PALETTE[r % len(_PALETTE)], str(cell), fontsize)
+    ax.set_xlim(-0.2, max(cols, 1, width) + 0.2)
+    ax.set_ylim(-max(rows, 1) + 0.8, 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title, fontsize=10, loc="left")
+
+
+def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None = None, name: str = "view") -> Figure:
+    """The flat storage (top) and the view's grid (bottom); each grid cell shows the storage index it reads.
+
+    ``view`` is a tensor (its whole storage is drawn) or a :class:`~lectorch.views.Layout` (drawn up to
+    ``storage_size`` cells, by default the cells it reaches). Views of more than two dims are drawn with
+    their leading dims flattened into rows.
+
+    >>> fig = storage_view_figure(Layout.contiguous((4, 4)).transpose(0, 1), name="x.T")
+    >>> fig.axes[1].get_title()
+    'x.T: shape (4, 4), strides (1, 4), offset 0 (non-contiguous)'
+    """
+    layout, size = _layout_and_size(view, storage_size)
+    rows, cols = _grid(layout)
+    width = min(max(max(size, cols) * 0.42 + 0.6, 5.5), 11.0)
+    height = 1.3 + 0.42 * max(rows, 1) + 0.4
+    fig = Figure(figsize=(width, height), layout="constrained")
+    top, bottom = fig.subplots(2, 1, height_ratios=[1.3, 0.42 * max(rows, 1) + 0.4])
+    _draw_storage(top, layout, size, title=f"storage: {size} elements, in memory order")
+    kind = "contiguous" if layout.is_contiguous else "non-contiguous"
+    _draw_view(bottom, layout, width=size, title=f"{name}: shape {layout.shape}, strides {layout.strides}, "
+                                                 f"offset {layout.offset} ({kind})")
+    if layout.ndim > 2:
+        bottom.text(0, -max(rows, 1) + 0.6, f"(leading dims flattened into {rows} rows)", fontsize=8, va="top")
+    return fig
+
+
+def _stride_arrows(ax, layout: Layout) -> None:
+    """Arrows on a 2-D grid: one step down (dim 0) and one step right (dim 1), labelled with the stride."""
+    rows, cols = _grid(layout)
+    if layout.ndim != 2:
+        return
+    if cols > 1:
+        ax.add_patch(FancyArrowPatch((0.5, 1.25), (1.5, 1.25), arrowstyle="-|>", mutation_scale=10, color="k"))
+        ax.text(1.65, 1.25, f"+{layout.strides[1]} per column", va="center", fontsize=9)
+    if rows > 1:
+        ax.add_patch(FancyArrowPatch((-0.3, 0.5), (-0.3, -0.5), arrowstyle="-|>", mutation_scale=10, color="k"))
+        ax.text(-0.45, 0.0, f"+{layout.strides[0]}\nper\nrow", ha="right", va="center", fontsize=9)
+    ax.set_xlim(-1.6, cols + 0.2)
+    ax.set_ylim(-rows + 0.8, 1.6)
+
+
+def _draw_walk(ax, layout: Layout, size: int) -> None:
+    """Element k of the view (in row-major order) against the storage index it reads."""
+    _, cols = _grid(layout)
+    cells = layout.cells()
+    ax.plot(range(len(cells)), cells, color="#555555", linewidth=1, zorder=1)
+    for k, cell in enumerate(cells):
+        ax.scatter([k], [cell], s=28, color=_darker(_PALETTE[(k // max(cols, 1)) % len(_PALETTE)]), zorder=2)
+    ax.set_xlabel("element k of the view (row-major order)")
+    ax.set_ylabel("storage index")
+    ax.set_xlim(-0.5, max(len(cells), size) - 0.5)
+    ax.set_ylim(-0.5, size - 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(True, alpha=0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _darker(hex_colour: str) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#{:02x}{:02x}{:02x}".format(*(int(v * 0.7) for v in (r, g, b)))
+
+
+def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int | None = None) -> Figure:
+    """One column per view: its grid with stride arrows (top) and its walk through storage (bottom):
+    element k of the view (in row-major order) against the storage index it reads.
+
+    A contiguous view walks the storage one cell at a time (a straight line); a transposed one jumps
+    by its strides (a saw-tooth).
+
+    >>> x = Layout.contiguous((4, 4))
+    >>> fig = strides_figure({"x": x, "x.T": x.transpose(0, 1)})
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['x: strides (4, 1), contiguous', 'x.T: strides (1, 4), non-contiguous']
+    """
+    if not isinstance(views, dict) or not views:
+        raise TypeError("views must be a non-empty dict {name: tensor or Layout}")
+    pairs = [(name, *_layout_and_size(v, storage_size)) for name, v in views.items()]
+    size = max(s for _, _, s in pairs)
+    max_rows = max(_grid(layout)[0] for _, layout, _ in pairs)
+    n = len(pairs)
+    fig = Figure(figsize=(min(4.2 * n, 11.0), 0.45 * max_rows + 0.8 + 2.6), layout="constrained")
+    axes = fig.subplots(2, n, squeeze=False, height_ratios=[0.45 * max_rows + 0.8, 2.6])
+    for col, (name, layout, _) in enumerate(pairs):
+        kind = "contiguous" if layout.is_contiguous else "non-contiguous"
+        _draw_view(axes[0][col], layout, title=f"{name}: strides {layout.strides}, {kind}")
+        _stride_arrows(axes[0][col], layout)
+    for col, (name, layout, _) in enumerate(pairs):
+        _draw_walk(axes[1][col], layout, size)
+        axes[1][col].set_title(f"{name}: the storage index each element reads", fontsize=10, loc="left")
+    return fig

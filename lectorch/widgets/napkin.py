@@ -1,0 +1,58 @@
+"""The napkin-math panel of chapter 00: parameters, tokens and a cluster → days and memory."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from lectorch import napkin
+from lectorch.hardware import GPUS
+from lectorch.memory import format_bytes
+from lectorch.widgets import Panel
+
+#: Bytes per parameter choices offered by the panel.
+MEMORY_SETUPS = {
+    "AdamW fp32 (16 B)": napkin.ADAMW_FP32,
+    "AdamW bf16 + fp32 master (16 B)": napkin.ADAMW_BF16_MIXED,
+    "SGD fp32 (8 B)": napkin.SGD_FP32,
+}
+
+
+def render_napkin(params: float, tokens: float, gpu: str, num_gpus: int, mfu: float, setup: str, dtype: str) -> str:
+    """The panel's result as an HTML table.
+
+    >>> "144" in render_napkin(70e9, 15e12, "H100 SXM", 1024, 0.5, "AdamW fp32 (16 B)", "bf16")
+    True
+    """
+    s = napkin.summarize(params, tokens, gpu=gpu, num_gpus=num_gpus, mfu=mfu,
+                         bytes_per_param=MEMORY_SETUPS[setup], dtype=dtype)
+    fit = "fits" if s.fits else "does <b>not</b> fit"
+    rows = [
+        ("training FLOPs (6·N·T)", f"{s.training_flops:.3g}"),
+        ("useful cluster FLOP/s", f"{s.cluster_flops_per_s:.3g}"),
+        ("training time", f"<b>{s.days:,.0f} days</b> ({s.gpu_hours:,.0f} GPU-hours)"),
+        ("weights + gradients + optimizer state", f"{format_bytes(s.memory_needed_bytes, binary=False)} — {fit} in "
+                                                   f"{format_bytes(s.memory_available_bytes, binary=False)}"),
+        ("largest model on this cluster", f"{s.max_params / 1e9:,.1f}B parameters (activations not counted)"),
+    ]
+    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def napkin_panel(params: float = 70e9, tokens: float = 15e12, gpu: str = "H100 SXM", num_gpus: int = 1024,
+                 mfu: float = 0.5) -> Panel:
+    """Sliders for the napkin questions.
+
+    >>> p = napkin_panel(); p.controls["num_gpus"].value = 2048; "72 days" in p.result.value
+    True
+    """
+    style = {"description_width": "110px"}
+    controls = {
+        "params": w.FloatLogSlider(value=params, base=10, min=8, max=12.5, step=0.05, description="parameters", style=style, readout_format=".3g"),
+        "tokens": w.FloatLogSlider(value=tokens, base=10, min=9, max=14, step=0.05, description="tokens", style=style, readout_format=".3g"),
+        "gpu": w.Dropdown(options=list(GPUS), value=gpu, description="GPU", style=style),
+        "num_gpus": w.SelectionSlider(options=[2**k for k in range(15)], value=num_gpus, description="GPUs", style=style),
+        "mfu": w.FloatSlider(value=mfu, min=0.05, max=0.9, step=0.05, description="MFU", style=style),
+        "setup": w.Dropdown(options=list(MEMORY_SETUPS), description="memory", style=style),
+        "dtype": w.Dropdown(options=["bf16", "fp8", "fp32"], value="bf16", description="compute dtype", style=style),
+    }
+    return Panel(controls, render_napkin, title="Napkin math: how long, and does it fit?")
