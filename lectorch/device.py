@@ -173,10 +173,21 @@ def describe_device(device: str | torch.device | None = None) -> DeviceInfo:
         )
     if dev.type == "mps":
         return DeviceInfo(device="mps", name="Apple GPU (MPS)", total_memory_bytes=int(torch.mps.recommended_max_memory()))
+    return DeviceInfo(device="cpu", name=_cpu_name(), total_memory_bytes=_host_memory_bytes()[0], cpu_threads=torch.get_num_threads())
+
+
+def _cpu_name() -> str:
+    """The CPU's model name where the OS tells it (Linux), else the architecture."""
     import platform
 
-    name = platform.processor() or platform.machine() or "CPU"
-    return DeviceInfo(device="cpu", name=name, total_memory_bytes=_host_memory_bytes()[0], cpu_threads=torch.get_num_threads())
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
 
 
 def list_gpus() -> list[DeviceInfo]:

@@ -1,0 +1,65 @@
+"""Write the student edition: every chapter with each exercise's solution replaced by its stub.
+
+    python tools/student_edition.py [OUTPUT_DIR]      # default: student/
+
+A solution is a code cell tagged ``solution`` whose metadata ``lectorch.stub`` holds the student's
+version (same names, body ``...`` or ``raise NotImplementedError``). The markdown cells that open
+and close the hidden solution (``{solution-start}`` / ``{solution-end}``) are dropped, outputs are
+cleared, and the checker cells are kept, so a student runs a cell and sees "not implemented yet"
+until the exercise is done.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+
+
+def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
+    """Return a copy of ``nb`` with solutions swapped for stubs and outputs cleared."""
+    out = nbformat.from_dict(nb)
+    cells = []
+    for cell in out.cells:
+        source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+        if cell.cell_type == "markdown" and ("{solution-start}" in source or "{solution-end}" in source):
+            continue
+        if cell.cell_type == "code":
+            if "solution" in cell.metadata.get("tags", []):
+                stub = cell.metadata.get("lectorch", {}).get("stub")
+                if not stub:
+                    raise ValueError(f"{name}: a solution cell has no lectorch.stub metadata:\n{source[:200]}")
+                cell.source = stub
+                cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "solution"] + ["exercise"]
+            cell.outputs = []
+            cell.execution_count = None
+        cells.append(cell)
+    out.cells = cells
+    out.metadata.pop("widgets", None)
+    return out
+
+
+def write_student_edition(output: Path) -> list[Path]:
+    """Write every chapter's student notebook (and the files they include) into ``output``."""
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        target = output / path.name
+        nbformat.write(student_notebook(nb, path.name), target)
+        written.append(target)
+    for include in CHAPTERS.glob("_*.md"):
+        shutil.copy(include, output / include.name)
+    return written
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "student"
+    files = write_student_edition(out)
+    print(f"wrote {len(files)} student notebooks to {out}")
