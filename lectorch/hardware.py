@@ -117,7 +117,7 @@ GPUS: dict[str, GPUSpec] = {
         GPUSpec(
             name="H100 PCIe", architecture="Hopper", memory_bytes=80e9, memory_type="HBM2e",
             bandwidth_bytes_per_s=2.0e12,
-            dense={"fp64": 51 * T, "fp32": 51 * T, "tf32": 378 * T, "bf16": 756 * T, "fp16": 756 * T, "fp8": 1513 * T, "int8": 1513 * T},
+            dense={"fp64": 51 * T, "fp32": 51 * T, "tf32": 378 * T, "bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513 * T, "int8": 1513 * T},
             source="NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
             notes="Lower clocks and power (350 W) than the SXM part.",
         ),

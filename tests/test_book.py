@@ -60,3 +60,43 @@ def test_copyright_and_launch_buttons(built_book: Path):
     assert "© Copyright 2026" in page or "Copyright 2026" in page
     assert "colab.research.google.com" in page
     assert "hub/user-redirect" in page
+
+
+def test_internal_links_resolve(built_book: Path):
+    """Every relative link of every page points to a file that exists, and its #anchor to an id."""
+    ids: dict[Path, set[str]] = {}
+
+    def anchors(page: Path) -> set[str]:
+        if page not in ids:
+            ids[page] = set(re.findall(r'\bid="([^"]+)"', page.read_text(encoding="utf-8")))
+        return ids[page]
+
+    broken = []
+    for page in built_book.rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        for href in re.findall(r'<a\b[^>]*\bhref="([^"]+)"', page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", href) or href.startswith("//"):
+                continue  # external (launch buttons, repository), mailto, javascript
+            path, _, fragment = href.partition("#")
+            path = path.split("?")[0]
+            target = (page.parent / path).resolve() if path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(built_book)} -> {href}")
+            elif fragment and target.suffix == ".html" and fragment not in anchors(target):
+                broken.append(f"{page.relative_to(built_book)} -> {href} (no such anchor)")
+    assert not broken, "broken internal links:\n" + "\n".join(sorted(set(broken)))
+
+
+def test_every_lectorch_module_is_in_the_api_reference():
+    import pkgutil
+
+    import lectorch
+
+    api = (ROOT / "chapters" / "reference" / "api.md").read_text()
+    modules = [m.name for m in pkgutil.walk_packages(lectorch.__path__, "lectorch.")
+               if not m.name.rsplit(".", 1)[-1].startswith("_") and not m.name.startswith("lectorch.exercises.")]
+    missing = [m for m in modules if f"automodule:: {m}\n" not in api]
+    assert not missing, f"modules missing from chapters/reference/api.md: {missing}"
