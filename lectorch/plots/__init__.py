@@ -1,5 +1,8 @@
 """Figures of the course. Each function returns a ``matplotlib.figure.Figure`` built without pyplot,
-so nothing is displayed twice and no global state is left behind: end a cell with the figure.
+so nothing is displayed twice and no pyplot state is left behind: end a cell with the figure.
+
+Importing this module in a notebook registers a PNG formatter for figures with IPython (pyplot's
+inline backend would otherwise be the only thing that renders a bare ``Figure`` as an image).
 
 >>> fig, ax = new_figure()
 >>> type(fig).__name__
@@ -18,6 +21,23 @@ COLORS = {
     "forward": "#1f78b4", "backward": "#e31a1c", "weights": "#1f78b4", "gradients": "#33a02c",
     "optimizer": "#ff7f00", "activations": "#6a3d9a", "measured": "#000000",
 }
+
+
+def _register_png_formatter() -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import print_figure
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.display_formatter.formatters["image/png"].for_type(
+        Figure, lambda fig: print_figure(fig, fmt="png", bbox_inches="tight", dpi=96)
+    )
+
+
+_register_png_formatter()
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, width: float = 6.4, height: float = 3.6) -> tuple[Figure, Axes | list]:
