@@ -176,6 +176,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor
     >>> attention(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 2)).shape
     torch.Size([1, 3, 2])
     """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if q.ndim < 2 or q.shape != k.shape or q.shape != v.shape:
         raise ValueError(
             f"q, k and v must have the same shape (..., T, D), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
@@ -294,3 +297,20 @@ def _count(model: nn.Module, x: torch.Tensor, loss_fn: Callable[[torch.Tensor], 
         forward=int(forward), backward=int(total - forward),
         forward_by_module=forward_by_module, backward_by_module=backward_by_module,
     )
+
+
+def predicted_and_measured(
+    batch: int, widths: Sequence[int], *, input_requires_grad: bool = False
+) -> tuple[BackpropFlops, MeasuredFlops]:
+    """:func:`mlp_flops` next to what FlopCounterMode counts for the same MLP, built on the meta
+    device: only shapes exist, so any size is instant and uses no memory (and no random numbers).
+
+    >>> predicted, measured = predicted_and_measured(4096, [8192] * 9 + [1])
+    >>> predicted.forward == measured.forward and predicted.backward == measured.backward
+    True
+    """
+    predicted = mlp_flops(batch, widths, input_requires_grad=input_requires_grad)
+    with torch.device("meta"):
+        model = make_mlp(widths)
+        x = torch.empty(batch, widths[0], requires_grad=input_requires_grad)
+    return predicted, measured_flops(model, x)

@@ -295,7 +295,8 @@ class FloatBits:
         if self.exponent == 0:
             magnitude = math.ldexp(self.mantissa, 1 - fmt.bias - fmt.mantissa_bits)
         else:
-            magnitude = math.ldexp((1 << fmt.mantissa_bits) | self.mantissa, self.exponent - fmt.bias - fmt.mantissa_bits)
+            significand = (1 << fmt.mantissa_bits) | self.mantissa  # the implicit leading 1
+            magnitude = math.ldexp(significand, self.exponent - fmt.bias - fmt.mantissa_bits)
         return -magnitude if self.sign else magnitude
 
     def __str__(self) -> str:
@@ -391,7 +392,9 @@ def from_fields(sign: int, exponent: int, mantissa: int, dtype: torch.dtype | st
         if isinstance(field, bool) or not isinstance(field, numbers.Integral):
             raise TypeError(f"{name} must be an int, got {type(field).__name__} {field!r}")
         if not 0 <= field < 2**width:
-            raise ValueError(f"{name}={field} does not fit in the {width} {name} bit(s) of {fmt.name} (0 … {2**width - 1})")
+            raise ValueError(
+                f"{name}={field} does not fit in the {width} {name} bit(s) of {fmt.name} (0 … {2**width - 1})"
+            )
     pattern = (int(sign) << (fmt.bits - 1)) | (int(exponent) << fmt.mantissa_bits) | int(mantissa)
     return float(_from_pattern(pattern, fmt).to(torch.float64).item())
 
@@ -401,7 +404,7 @@ def from_fields(sign: int, exponent: int, mantissa: int, dtype: torch.dtype | st
 # --------------------------------------------------------------------------------------------------
 
 
-def _finite_bits(value: Any, dtype: torch.dtype | str, what: str) -> FloatBits:
+def _bits_not_nan(value: Any, dtype: torch.dtype | str, what: str) -> FloatBits:
     bits = float_bits(value, dtype)
     if math.isnan(bits.value) or bits.is_nan:
         raise ValueError(f"value is NaN: NaN has no {what}")
@@ -416,7 +419,7 @@ def next_up(value: float | torch.Tensor, dtype: torch.dtype | str) -> float:
     >>> next_up(0.0, "bf16") == float_format("bf16").smallest_subnormal
     True
     """
-    bits = _finite_bits(value, dtype, "neighbours")
+    bits = _bits_not_nan(value, dtype, "neighbours")
     fmt = bits.format
     if bits.is_inf and not bits.sign:
         return math.inf
@@ -429,7 +432,8 @@ def next_up(value: float | torch.Tensor, dtype: torch.dtype | str) -> float:
     up = _decode(pattern, fmt, value=math.nan, stored=math.nan)
     if up.is_nan:
         raise ValueError(
-            f"{bits.stored!r} is the largest finite {fmt.name} value and {fmt.name} has no infinity: nothing lies above it"
+            f"{bits.stored!r} is the largest finite {fmt.name} value and {fmt.name} has no infinity: "
+            "nothing lies above it"
         )
     return up.reassemble()
 
@@ -440,13 +444,14 @@ def next_down(value: float | torch.Tensor, dtype: torch.dtype | str) -> float:
     >>> 1.0 - next_down(1.0, "bf16") == 2**-8   # below a power of two the spacing halves
     True
     """
-    bits = _finite_bits(value, dtype, "neighbours")
+    bits = _bits_not_nan(value, dtype, "neighbours")
     try:
         return -next_up(-bits.stored, dtype)
     except ValueError:
         fmt = bits.format
         raise ValueError(
-            f"{bits.stored!r} is the most negative finite {fmt.name} value and {fmt.name} has no infinity: nothing lies below it"
+            f"{bits.stored!r} is the most negative finite {fmt.name} value and {fmt.name} has no infinity: "
+            "nothing lies below it"
         ) from None
 
 
@@ -456,7 +461,7 @@ def spacing(value: float | torch.Tensor, dtype: torch.dtype | str) -> float:
     >>> spacing(1000.0, "bf16"), spacing(1000.0, "fp16")
     (4.0, 0.5)
     """
-    bits = _finite_bits(value, dtype, "spacing")
+    bits = _bits_not_nan(value, dtype, "spacing")
     if bits.is_inf:
         raise ValueError("value is infinite: infinity has no spacing")
     fmt = bits.format
@@ -471,12 +476,14 @@ def bracket(value: float | torch.Tensor, dtype: torch.dtype | str) -> tuple[floa
     >>> bracket(257, "bf16")
     (256.0, 258.0)
     """
-    bits = _finite_bits(value, dtype, "neighbours")
+    bits = _bits_not_nan(value, dtype, "neighbours")
     fmt = bits.format
     if not math.isfinite(bits.value):
         raise ValueError(f"value={bits.value!r} is infinite: it has no finite neighbours in {fmt.name}")
     if abs(bits.value) > fmt.max:
-        raise ValueError(f"value={bits.value!r} is beyond the largest finite {fmt.name} value ±{fmt.max:g}: it overflows")
+        raise ValueError(
+            f"value={bits.value!r} is beyond the largest finite {fmt.name} value ±{fmt.max:g}: it overflows"
+        )
     if bits.stored == bits.value:
         return bits.stored, bits.stored
     if bits.stored < bits.value:
@@ -591,7 +598,10 @@ def format_summary_table(rows: list[DtypeSummary] | None = None) -> str:
     fp16       16  1/5/10          65504   6.10352e-05    5.96046e-08  0.000976562      2
     """
     rows = summary_table() if rows is None else rows
-    lines = [f"{'dtype':<8} {'bits':>4}  {'s/e/m':<7}  {'max':>12}  {'min normal':>12}  {'min subnormal':>13}  {'eps':>11}  {'bytes':>5}"]
+    lines = [
+        f"{'dtype':<8} {'bits':>4}  {'s/e/m':<7}  {'max':>12}  {'min normal':>12}  {'min subnormal':>13}  "
+        f"{'eps':>11}  {'bytes':>5}"
+    ]
     for r in rows:
         lines.append(
             f"{r.name:<8} {r.bits:>4}  {f'1/{r.exponent_bits}/{r.mantissa_bits}':<7}  {r.max:>12.6g}  "

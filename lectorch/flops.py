@@ -42,6 +42,9 @@ def linear_flops(batch: int, in_features: int, out_features: int) -> int:
     >>> linear_flops(4, 1024, 256)
     2097152
     """
+    batch = _validate.positive_int("batch", batch)
+    in_features = _validate.positive_int("in_features", in_features)
+    out_features = _validate.positive_int("out_features", out_features)
     return matmul_flops(batch, in_features, out_features)
 
 
@@ -83,6 +86,20 @@ def matmul_to_elementwise_ratio(batch: int, in_features: int, out_features: int,
     out = elementwise_flops(_validate.positive_int("batch", batch) * _validate.positive_int("out_features", out_features),
                             flops_per_element=flops_per_element)
     return linear_flops(batch, in_features, out_features) / out
+
+
+def format_flops(value: float, *, per_s: bool = False) -> str:
+    """A FLOP count (or, with ``per_s=True``, a rate) with an SI prefix, keeping "FLOPs" and "FLOP/s" apart.
+
+    >>> format_flops(3.15e23), format_flops(989.5e12, per_s=True)
+    ('315 ZFLOPs', '989.5 TFLOP/s')
+    """
+    value = _validate.positive_number("value", value)
+    unit = "FLOP/s" if per_s else "FLOPs"
+    for prefix, scale in (("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}"
 
 
 @dataclass(frozen=True)

@@ -63,11 +63,13 @@ def as_precision(dtype: str | torch.dtype, *, name: str = "dtype") -> str:
 def element_bytes(dtype: str | torch.dtype) -> int:
     """Bytes per element of a dtype, where "tf32" counts as the float32 it is stored in.
 
-    >>> element_bytes("bf16"), element_bytes("tf32"), element_bytes(torch.float8_e4m3fn)
+    >>> element_bytes("bf16"), element_bytes("tf32"), element_bytes("fp8")
     (2, 4, 1)
     """
     if isinstance(dtype, str) and dtype.strip().lower() in ("tf32", "tensorfloat32"):
         return 4
+    if isinstance(dtype, str) and dtype.strip().lower() == "fp8":
+        return 1
     return bytes_per_element(as_dtype(dtype))
 
 
@@ -192,6 +194,33 @@ def tf32_matmuls(enabled: bool) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32 = saved_flag
 
 
+@contextlib.contextmanager
+def cpu_threads(num_threads: int | None) -> Iterator[None]:
+    """Run torch's CPU operators on ``num_threads`` threads inside a ``with`` block (``None``: leave
+    the setting alone); the previous ``torch.get_num_threads()`` is restored afterwards.
+
+    One thread gives stable, per-core figures on a shared machine, where a multi-threaded matmul can
+    spend most of its time waiting for a descheduled worker thread.
+
+    >>> before = torch.get_num_threads()
+    >>> with cpu_threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    if num_threads is None:
+        yield
+        return
+    num_threads = _validate.positive_int("num_threads", num_threads)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
 def datasheet_peak(device: str | torch.device, dtype: str | torch.dtype) -> float | None:
     """The dense datasheet peak FLOP/s of ``device`` in ``dtype``; None for a CPU or an unknown GPU.
 
@@ -237,10 +266,10 @@ def matmul_operands(
     key = as_precision(dtype)
     dev = check_device(device)
     check_matmul_fits(m, k, n, key, dev)
-    gen = torch.Generator(device="cpu").manual_seed(_validate.non_negative_int("seed", seed))
-    # Drawn on the CPU so every device gets the same numbers; then moved and cast.
-    a = torch.randn(m, k, generator=gen).to(dev, MATMUL_PRECISIONS[key])
-    b = torch.randn(k, n, generator=gen).to(dev, MATMUL_PRECISIONS[key])
+    # Drawn on the device itself: no host-side copy of large matrices.
+    gen = torch.Generator(device=dev).manual_seed(_validate.non_negative_int("seed", seed))
+    a = torch.randn(m, k, generator=gen, device=dev, dtype=MATMUL_PRECISIONS[key])
+    b = torch.randn(k, n, generator=gen, device=dev, dtype=MATMUL_PRECISIONS[key])
     return a, b
 
 
@@ -313,24 +342,28 @@ def matmul_fn(m: int, k: int, n: int, dtype: str | torch.dtype, device: str | to
 
 
 def measure_matmul(
-    m: int, k: int, n: int, dtype: str | torch.dtype, device: str | torch.device, *, seed: int = 0, **bench_kwargs: Any
+    m: int, k: int, n: int, dtype: str | torch.dtype, device: str | torch.device, *, seed: int = 0,
+    num_threads: int | None = None, **bench_kwargs: Any,
 ) -> MatmulPoint:
     """Benchmark an (m, k) @ (k, n) matmul with :func:`lectorch.bench.benchmark` (keyword arguments
-    such as ``trials`` are passed on) and return the measured point.
+    such as ``trials`` are passed on) and return the measured point. On a CPU, ``num_threads`` sets
+    torch's thread count for the measurement (see :func:`cpu_threads`).
 
-    >>> p = measure_matmul(32, 32, 32, "fp32", "cpu", trials=3)
+    >>> p = measure_matmul(32, 32, 32, "fp32", "cpu", trials=3, num_threads=1)
     >>> p.flops, p.flops_per_s > 0
     (65536, True)
     """
     key = as_precision(dtype)
     dev = check_device(device)
     fn = matmul_fn(m, k, n, key, dev, seed=seed)
-    with precision_mode(key, dev):
+    with precision_mode(key, dev), cpu_threads(num_threads if dev.type == "cpu" else None):
         timing = benchmark(fn, device=dev, label=f"{key} ({m}, {k}) @ ({k}, {n})", **bench_kwargs)
     return MatmulPoint(m=m, k=k, n=n, precision=key, device=str(dev), timing=timing)
 
 
-def measure_bandwidth(device: str | torch.device, *, nbytes: int = 64 * 2**20, **bench_kwargs: Any) -> float:
+def measure_bandwidth(
+    device: str | torch.device, *, nbytes: int = 64 * 2**20, num_threads: int | None = None, **bench_kwargs: Any
+) -> float:
     """Bytes/s of copying an ``nbytes`` buffer (read once + written once), a simple stand-in for
     memory bandwidth where no datasheet figure exists (a CPU). Make it larger than the caches.
 
@@ -341,5 +374,6 @@ def measure_bandwidth(device: str | torch.device, *, nbytes: int = 64 * 2**20, *
     nbytes = _validate.positive_int("nbytes", nbytes)
     src = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=dev)
     dst = torch.empty_like(src)
-    timing = benchmark(lambda: dst.copy_(src), device=dev, **bench_kwargs)
+    with cpu_threads(num_threads if dev.type == "cpu" else None):
+        timing = benchmark(lambda: dst.copy_(src), device=dev, **bench_kwargs)
     return 2 * src.numel() * 4 / timing.median_s

@@ -13,7 +13,9 @@ then measured copies (warm-up and synchronisation through :func:`lectorch.bench.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
@@ -112,7 +114,8 @@ def measure_copy(
     The source is ordinary (pageable) host memory, or page-locked memory with ``pinned=True``
     (CUDA only); the destination is allocated once, so only the copy is timed. Both allocations are
     checked with :func:`lectorch.memory.ensure_fits` first: a size that cannot fit is refused with
-    a ``ValueError`` instead of exhausting the machine.
+    a ``ValueError`` instead of exhausting the machine. A host-to-host copy runs on one thread (it is
+    memory-bound; extra threads on a shared machine mostly wait for a free core).
 
     >>> r = measure_copy(2**16, "cpu", trials=3)
     >>> r.kind, r.nbytes, r.bytes_per_s > 0
@@ -131,11 +134,30 @@ def measure_copy(
         ensure_fits(nbytes, dev, fraction=fraction, what=f"copying {format_bytes(nbytes)}")
     src = torch.ones(nbytes, dtype=torch.uint8, pin_memory=pinned)  # ones, not empty: touch every page
     dst = torch.empty(nbytes, dtype=torch.uint8, device=dev)
-    timing = benchmark(
-        lambda: dst.copy_(src, non_blocking=pinned),
-        device=dev, warmup=2, trials=trials, max_total_s=max_total_s, label=copy_kind(dev, pinned=pinned),
-    )
+    with _one_thread(dev.type == "cpu"):
+        timing = benchmark(
+            lambda: dst.copy_(src, non_blocking=pinned),
+            device=dev, warmup=2, trials=trials, min_trial_s=0.005, max_total_s=max_total_s,
+            label=copy_kind(dev, pinned=pinned),
+        )
     return TransferResult(kind=copy_kind(dev, pinned=pinned), nbytes=nbytes, timing=timing)
+
+
+@contextmanager
+def _one_thread(active: bool) -> Iterator[None]:
+    """Run a host-to-host copy on one thread, restoring torch's thread count afterwards.
+
+    A copy is memory-bound, so one thread measures the memory system; with several threads, a copy
+    on a busy machine mostly measures how long its threads wait for a free core.
+    """
+    before = torch.get_num_threads()
+    if active:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if active:
+            torch.set_num_threads(before)
 
 
 def copy_modes(device: str | torch.device) -> tuple[bool, ...]:
@@ -150,7 +172,7 @@ def copy_modes(device: str | torch.device) -> tuple[bool, ...]:
 def sweep_sizes(device: str | torch.device, *, smallest: int = 2**16, largest: int | None = None, step: int = 4) -> list[int]:
     """Copy sizes in bytes for a bandwidth-vs-size sweep: ``smallest`` × ``step``**k up to ``largest``.
 
-    ``largest`` defaults to 64 MiB on a CPU (fast to run) and 1 GiB on a GPU.
+    ``largest`` defaults to 16 MiB on a CPU (fast to run) and 1 GiB on a GPU.
 
     >>> [s // 2**10 for s in sweep_sizes("cpu", largest=2**20)]   # KiB
     [64, 256, 1024]
@@ -161,7 +183,7 @@ def sweep_sizes(device: str | torch.device, *, smallest: int = 2**16, largest: i
     if step < 2:
         raise ValueError(f"step must be >= 2, got {step}")
     if largest is None:
-        largest = 2**30 if dev.type == "cuda" else 2**26
+        largest = 2**30 if dev.type == "cuda" else 2**24
     largest = _validate.positive_int("largest", largest)
     if largest < smallest:
         raise ValueError(f"largest={largest} is smaller than smallest={smallest}")

@@ -1,6 +1,7 @@
 """Exercises of chapter 05, FLOPs, FLOP/s and MFU."""
 
 import math
+import numbers
 
 from lectorch.exercises import Case, Exercise, register
 from lectorch.hardware import get_gpu
@@ -21,7 +22,7 @@ register(
         hint="FLOPs of a (B, D) @ (D, K) matmul are 2·B·D·K; divide by the seconds, then by the peak.",
         slips={
             0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·B·D·K, not B·D·K.",
-            2.0: "each output element needs D multiply-adds, i.e. 2·D FLOPs; check you did not count 4·B·D·K.",
+            1e-12: "keep everything in FLOP and FLOP/s (not TFLOP or TFLOP/s).",
         },
         cases=tuple(
             Case(args=args, expected=_mfu(*args), description=desc)
@@ -47,7 +48,10 @@ register(
         kind="function",
         hint="FLOPs are 2·m·k·n; the bytes are both inputs read once and the output written once, "
         "each element taking bytes_per_element.",
-        slips={2.0: "a multiply-add is 2 FLOPs, but count each of the three matrices once (read A, read B, write C)."},
+        slips={
+            0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·m·k·n.",
+            1.5: "the result must be written back to memory too: count A, B and C.",
+        },
         cases=tuple(
             Case(args=args, expected=_intensity(*args), description=desc)
             for args, desc in [
@@ -70,7 +74,7 @@ def _smallest_n(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_element):
 
 
 def _same_int(got, expected):
-    if isinstance(got, bool) or not isinstance(got, int):
+    if isinstance(got, bool) or not isinstance(got, numbers.Integral):
         return f"expected an int (a matrix size), got {type(got).__name__}; round up with math.ceil."
     if got == expected:
         return None

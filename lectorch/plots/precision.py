@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from lectorch.dtypes import FLOAT_DTYPES, float_bits, float_format
 from lectorch.plots import COLORS, new_figure
@@ -54,19 +55,23 @@ def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Fig
         x = 0
         for field, n in spans:
             for i in range(n):
-                ax.add_patch(Rectangle((x + i, y + 0.1), 1, 0.8, facecolor=FIELD_COLORS[field], edgecolor="white", lw=0.6))
+                box = Rectangle((x + i, y + 0.1), 1, 0.8, facecolor=FIELD_COLORS[field], edgecolor="white", lw=0.6)
+                ax.add_patch(box)
                 if digits is not None:
-                    ax.text(x + i + 0.5, y + 0.5, digits[x + i], ha="center", va="center",
+                    ax.text(x + i + 0.5, y + 0.5, digits[x + i], ha="center", va="center", in_layout=False,
                             fontsize=6 if fmt.bits > 32 else 8, family="monospace")
             if digits is None and n >= 2:
-                ax.text(x + n / 2, y + 0.5, f"{field} ({n})" if n >= 8 else str(n), ha="center", va="center", fontsize=8)
+                ax.text(x + n / 2, y + 0.5, f"{field} ({n})" if n >= 8 else str(n), ha="center", va="center",
+                        fontsize=8, in_layout=False)
             x += n
         label = f"{fmt.name}  {fmt.layout()}"
         ax.text(-0.8, y + 0.5, label, ha="right", va="center", fontsize=9, family="monospace")
         if bits is not None:
-            ax.text(fmt.bits + 0.8, y + 0.5, f"= {bits.stored:.8g}", ha="left", va="center", fontsize=9, family="monospace")
+            ax.text(fmt.bits + 0.8, y + 0.5, f"= {bits.stored:.8g}", ha="left", va="center", fontsize=9,
+                    family="monospace")
     handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in FIELD_COLORS.values()]
-    ax.legend(handles, list(FIELD_COLORS), loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, frameon=False, fontsize=8)
+    ax.legend(handles, list(FIELD_COLORS), loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, frameon=False,
+              fontsize=8)
     ax.set_xlim(-13, width + (12 if value is not None else 1))
     ax.set_ylim(0, len(fmts))
     ax.set_axis_off()
@@ -104,26 +109,37 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
     fmts = _dtypes(dtypes)
     marks = {"1e-8": 1e-8, "65504": 65504.0} if marks is None else marks
     fig, (ax_range, ax_res) = new_figure(1, 2, width=11, height=0.45 * len(fmts) + 2.4)
+    ax_res.set_xscale("log")
+    ax_res.set_yscale("log")
+    ax_res.margins(x=0)  # no margins: float64 reaches 1.8e308, a log margin beyond it overflows
     for row, fmt in enumerate(fmts):
         y = len(fmts) - 1 - row
         color = COLORS.get(fmt.name, "#555555")
         lo, mid, hi = (math.log10(v) for v in (fmt.smallest_subnormal, fmt.smallest_normal, fmt.max))
         ax_range.barh(y, mid - lo, left=lo, height=0.6, color=color, alpha=0.35)
         ax_range.barh(y, hi - mid, left=mid, height=0.6, color=color, label=fmt.name)
-        ax_range.text(hi + 1, y, f"±{fmt.max:.3g}", va="center", fontsize=8)
-        # resolution: sample each octave's start and the point just before the next one (a sawtooth)
-        powers = np.arange(math.floor(math.log2(fmt.smallest_subnormal)), math.floor(math.log2(fmt.max)) + 1)
+        ax_range.text(hi + 1, y, f"±{fmt.max:.6g}" if fmt.max < 1e6 else f"±{fmt.max:.3g}", va="center", fontsize=8)
+        # resolution: the relative spacing is largest at powers of two (eps there), half that just below
+        # the next one; the line follows its upper envelope, the band shows the range within each octave
+        powers = np.arange(1 - fmt.bias - fmt.mantissa_bits, math.frexp(fmt.max)[1])  # exact, no log2 rounding
         x = np.ldexp(1.0, powers)
-        x = np.sort(np.concatenate([x, x * (2 - fmt.eps)]))
-        x = x[x <= fmt.max]
-        ax_res.plot(x, relative_spacing(x, fmt.dtype), color=color, label=fmt.name, lw=1.2)
+        rel = relative_spacing(x, fmt.dtype)
+        ax_res.fill_between(x, rel / 2, rel, where=x >= fmt.smallest_normal, color=color, alpha=0.25, lw=0)
+        ax_res.plot(x, rel, color=color, label=fmt.name, lw=1.5)
     ax_range.set_yticks(range(len(fmts)), [f.name for f in reversed(fmts)])
     ax_range.set_xlabel("log10 of |value|  (pale: subnormal)")
     ax_range.set_title("Range: smallest subnormal … largest finite", fontsize=10, loc="left")
-    ax_res.set_xscale("log")
-    ax_res.set_yscale("log")
+    # few labelled decades and no minor ticks: a log axis over 90 decades otherwise measures hundreds of labels
+    lo = math.floor(math.log10(min(f.smallest_subnormal for f in fmts)))
+    hi = math.ceil(math.log10(max(f.max for f in fmts)))
+    step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200) if s >= (hi - lo) / 8 or s == 200)
+    ax_res.xaxis.set_major_locator(FixedLocator([10.0**k for k in range(lo - lo % step, hi + 1, step)]))
+    ax_res.xaxis.set_minor_locator(NullLocator())
+    ax_res.yaxis.set_minor_locator(NullLocator())
+    for axis in (ax_res.xaxis, ax_res.yaxis):  # plain "1e-8" labels: no mathtext to parse
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"1e{round(math.log10(v))}" if v > 0 else ""))
     ax_res.set_xlabel("|value|")
-    ax_res.set_ylabel("spacing / value")
+    ax_res.set_ylabel("spacing / value  (eps for normal numbers)")
     ax_res.set_title("Resolution: gap to the next value, relative", fontsize=10, loc="left")
     ax_res.legend(fontsize=8, loc="upper right")
     for label, v in marks.items():

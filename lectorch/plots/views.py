@@ -98,7 +98,7 @@ def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None
     their leading dims flattened into rows.
 
     >>> fig = storage_view_figure(Layout.contiguous((4, 4)).transpose(0, 1), name="x.T")
-    >>> fig.axes[1].get_title()
+    >>> fig.axes[1].get_title(loc="left")
     'x.T: shape (4, 4), strides (1, 4), offset 0 (non-contiguous)'
     """
     layout, size = _layout_and_size(view, storage_size)
@@ -136,8 +136,8 @@ def _draw_walk(ax, layout: Layout, size: int) -> None:
     _, cols = _grid(layout)
     cells = layout.cells()
     ax.plot(range(len(cells)), cells, color="#555555", linewidth=1, zorder=1)
-    for k, cell in enumerate(cells):
-        ax.scatter([k], [cell], s=28, color=_darker(_PALETTE[(k // max(cols, 1)) % len(_PALETTE)]), zorder=2)
+    colours = [_darker(_PALETTE[(k // max(cols, 1)) % len(_PALETTE)]) for k in range(len(cells))]
+    ax.scatter(range(len(cells)), cells, s=28, c=colours, zorder=2)
     ax.set_xlabel("element k of the view (row-major order)")
     ax.set_ylabel("storage index")
     ax.set_xlim(-0.5, max(len(cells), size) - 0.5)
@@ -162,7 +162,7 @@ def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int
 
     >>> x = Layout.contiguous((4, 4))
     >>> fig = strides_figure({"x": x, "x.T": x.transpose(0, 1)})
-    >>> [ax.get_title() for ax in fig.axes[:2]]
+    >>> [ax.get_title(loc="left") for ax in fig.axes[:2]]
     ['x: strides (4, 1), contiguous', 'x.T: strides (1, 4), non-contiguous']
     """
     if not isinstance(views, dict) or not views:

@@ -60,7 +60,8 @@ def transfer_panel(
     budget = panel_budget_bytes(dev, max_bytes=max_bytes)
     top = int(math.floor(math.log2(budget)))
     options = [(f"2^{k} = {2**k:,}", 2**k) for k in range(min(10, top), top + 1)]
-    default = 2**20 if 2**20 <= 2**top else options[-1][1]
+    fp32_top = max(options[0][1], 2 ** int(math.floor(math.log2(max(1, budget // 4)))))
+    default = min(2**20, fp32_top)   # a default that fits in fp32
     controls = {
         "elements": w.SelectionSlider(options=options, value=default, description="elements",
                                       style={"description_width": "initial"}, layout=w.Layout(width="420px")),

@@ -100,7 +100,8 @@ def _expression(dims: tuple[int, ...], index: tuple[Any, ...], then: str) -> str
 def explore_view(shape: str, dims: str, index: str, then: str) -> tuple[str, Figure]:
     """The panel's computation: an HTML table about the view and a drawing of its storage.
 
-    ``x = torch.arange(numel).view(shape)`` so that each element's value is its storage index.
+    ``x = torch.arange(numel, dtype=torch.float32).view(shape)``: each element's value is its storage index,
+    and each takes 4 bytes.
 
     >>> table, fig = explore_view("4, 4", "", "1", "(nothing)")
     >>> "offset</td><td>4" in table
@@ -109,9 +110,11 @@ def explore_view(shape: str, dims: str, index: str, then: str) -> tuple[str, Fig
     size = _validate.shape("shape", parse_ints(shape, name="shape"))
     if not 1 <= len(size) <= 4:
         raise ValueError(f"shape must have 1 to 4 dims, got {size}")
-    x = torch.arange(Layout.contiguous(size).numel).view(size)
-    if not 1 <= x.numel() <= MAX_DRAWN:
-        raise ValueError(f"shape {size} has {x.numel()} elements: keep it between 1 and {MAX_DRAWN} so the drawing stays readable")
+    numel = Layout.contiguous(size).numel
+    if not 1 <= numel <= MAX_DRAWN:  # checked before allocating anything
+        raise ValueError(f"shape {size} has {numel} elements: keep it between 1 and {MAX_DRAWN} "
+                         "so the drawing stays readable")
+    x = torch.arange(numel, dtype=torch.float32).view(size)
     order = parse_ints(dims, name="dims")
     idx = parse_index(index)
     if then not in THEN:
@@ -161,4 +164,4 @@ def view_panel(shape: str = "4, 4", dims: str = "1, 0", index: str = ":, 1:3", t
         "index": w.Text(value=index, description="index", continuous_update=False),
         "then": w.Dropdown(options=list(THEN), value=then, description="then"),
     }
-    return Panel(controls, explore_view, title="x = torch.arange(numel).view(shape): a view of it")
+    return Panel(controls, explore_view, title="Views of x = torch.arange(numel).view(shape)")
