@@ -1,0 +1,43 @@
+"""The initialisation panel of chapter 07: input width and init scheme → the outputs' histogram and std."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+from matplotlib.figure import Figure
+
+from lectorch import init
+from lectorch.plots.init import output_histogram_figure
+from lectorch.widgets import Panel
+
+#: Widths offered by the panel.
+WIDTHS = tuple(2**k for k in range(2, 13))
+
+
+def render_init(width: int, scheme: str) -> tuple[str, Figure]:
+    """The panel's result: a line of numbers (measured and predicted std) and the histogram.
+
+    >>> text, fig = render_init(1024, "standard"); "32" in text
+    True
+    """
+    measured = init.output_std(width, scheme)
+    predicted = init.predicted_output_std(width, scheme)
+    text = (f"<p>weight std = {init.SCHEMES[scheme]} = {init.init_std(scheme, width):.4g}; "
+            f"output std measured <b>{measured:.3g}</b>, predicted sqrt({width}) × {init.init_std(scheme, width):.4g}"
+            f" = <b>{predicted:.3g}</b></p>")
+    return text, output_histogram_figure(width, scheme)
+
+
+def init_panel(width: int = 256, scheme: str = "standard") -> Panel:
+    """Choose the input width and the init scheme; see the outputs' histogram and std.
+
+    >>> p = init_panel(); p.controls["scheme"].value = "lecun"; "predicted sqrt(256)" in p.result.value
+    True
+    """
+    init.check_scheme(scheme)
+    if width not in WIDTHS:
+        raise ValueError(f"width must be one of {WIDTHS}, got {width!r}")
+    controls = {
+        "width": w.SelectionSlider(options=list(WIDTHS), value=width, description="input width"),
+        "scheme": w.Dropdown(options=list(init.SCHEMES), value=scheme, description="init"),
+    }
+    return Panel(controls, render_init, title="One layer's outputs: width and init scheme")
