@@ -16,8 +16,8 @@ True
 from __future__ import annotations
 
 import bisect
-import os
-from pathlib import Path
+import pathlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,11 +25,14 @@ import torch
 from lectorch import _validate
 from lectorch.device import check_device
 
+if TYPE_CHECKING:  # for annotations only: the API docs then show a plain "Path" they need not resolve
+    from pathlib import Path
+
 #: The dtype of token ids on disk: 2 bytes, enough for vocabularies below 65 536 (GPT-2, LLaMA 1/2).
 TOKEN_DTYPE = np.uint16
 
 
-def _np_dtype(dtype) -> np.dtype:
+def _np_dtype(dtype: str | np.dtype) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -39,14 +42,14 @@ def _np_dtype(dtype) -> np.dtype:
     return dt
 
 
-def write_tokens(path: str | os.PathLike, tokens, dtype=TOKEN_DTYPE) -> int:
+def write_tokens(path: str | Path, tokens: np.ndarray | list[int], dtype: str | np.dtype = "uint16") -> int:
     """Write ``tokens`` (a 1-D sequence of ids) to ``path`` as a flat array of ``dtype``; return the byte count.
 
     The file has no header: its size is ``len(tokens) × itemsize``. Ids that do not fit ``dtype`` raise.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     write_tokens(Path(d) / "t.bin", [1, 2, 3])
+    ...     write_tokens(pathlib.Path(d) / "t.bin", [1, 2, 3])
     6
     """
     dt = _np_dtype(dtype)
@@ -62,22 +65,22 @@ def write_tokens(path: str | os.PathLike, tokens, dtype=TOKEN_DTYPE) -> int:
     if lo < info.min or hi > info.max:
         raise ValueError(f"tokens has ids in [{lo}, {hi}], which do not fit dtype {dt} ([{info.min}, {info.max}]); "
                          "use a wider dtype such as np.uint32")
-    path = Path(path)
+    path = pathlib.Path(path)
     arr.astype(dt).tofile(path)
     return arr.size * dt.itemsize
 
 
-def load_tokens(path: str | os.PathLike, dtype=TOKEN_DTYPE) -> np.memmap:
+def load_tokens(path: str | Path, dtype: str | np.dtype = "uint16") -> np.memmap:
     """Open a token file written by :func:`write_tokens` as a read-only ``np.memmap`` (nothing is read yet).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     _ = write_tokens(Path(d) / "t.bin", [5, 6, 7])
-    ...     load_tokens(Path(d) / "t.bin").tolist()
+    ...     _ = write_tokens(pathlib.Path(d) / "t.bin", [5, 6, 7])
+    ...     load_tokens(pathlib.Path(d) / "t.bin").tolist()
     [5, 6, 7]
     """
     dt = _np_dtype(dtype)
-    path = Path(path)
+    path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"token file {str(path)!r} does not exist")
     size = path.stat().st_size
@@ -130,7 +133,7 @@ def get_batch(
         inputs = inputs.pin_memory().to(dev, non_blocking=True)
         targets = targets.pin_memory().to(dev, non_blocking=True)
     else:
-        inputs, targets = inputs.contiguous().to(dev), targets.contiguous().to(dev)
+        inputs, targets = inputs.clone().to(dev), targets.clone().to(dev)  # two separate tensors
     return inputs, targets
 
 
@@ -164,7 +167,7 @@ def markov_tokens(num_tokens: int, vocab_size: int, *, branching: int = 4, seed:
     return np.asarray(out, dtype=TOKEN_DTYPE)
 
 
-def bigram_entropy(tokens) -> float:
+def bigram_entropy(tokens: np.ndarray | list[int]) -> float:
     """Conditional entropy H(next | current) in nats, measured on ``tokens``: the loss floor of a bigram model.
 
     >>> round(bigram_entropy(np.array([0, 1, 0, 1, 0, 1])), 6)   # fully predictable
@@ -183,7 +186,7 @@ def bigram_entropy(tokens) -> float:
     return float(max(h_joint - h_first, 0.0))
 
 
-def tokens_on_disk(num_tokens: float, dtype=TOKEN_DTYPE) -> float:
+def tokens_on_disk(num_tokens: float, dtype: str | np.dtype = "uint16") -> float:
     """Bytes of ``num_tokens`` token ids stored as ``dtype``.
 
     >>> tokens_on_disk(1.4e12) / 1e12     # LLaMA's 1.4 T training tokens as uint16, in TB

@@ -96,3 +96,10 @@ def test_result_prints_one_friendly_line():
     text = repr(check("napkin-bytes-per-param", 16))
     assert text.startswith("✅ [napkin-bytes-per-param]")
     assert math.isclose(napkin.ADAMW_FP32.total, 16)
+
+
+def test_a_stub_that_returns_nothing_is_not_implemented():
+    def stub(params, tokens, num_gpus, peak_flops_per_s, mfu):
+        ...
+
+    assert check("napkin-training-days", stub).status == "not implemented"

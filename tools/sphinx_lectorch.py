@@ -1,4 +1,8 @@
-"""A small Sphinx extension for the book: drop the unused thebe scripts.
+"""A small Sphinx extension for the book.
+
+1. Hide the ``# NBVAL_IGNORE_OUTPUT`` marker line of code cells: it is for the test suite, not the
+   reader (the notebooks keep it).
+2. Drop the unused thebe scripts:
 
 jupyter-book 1 always loads sphinx-thebe, which registers its configuration script twice under
 Sphinx 7 ("Identifier 'THEBE_JS_URL' has already been declared" in the console) and points at a
@@ -6,6 +10,20 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
 """
 
 from __future__ import annotations
+
+from docutils import nodes
+
+MARKERS = ("# NBVAL_IGNORE_OUTPUT",)
+
+
+def _hide_test_markers(app, doctree) -> None:
+    for block in doctree.findall(nodes.literal_block):
+        text = block.astext()
+        lines = text.split("\n")
+        if lines and lines[0].strip() in MARKERS:
+            stripped = "\n".join(lines[1:])
+            block.children = [nodes.Text(stripped)]
+            block.rawsource = stripped
 
 
 def _is_thebe(asset) -> bool:
@@ -21,5 +39,6 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    app.connect("doctree-read", _hide_test_markers)
     app.connect("html-page-context", _drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -171,8 +171,8 @@ def _check(ex: Exercise, answer: Any) -> CheckResult:
             return CheckResult(ex.id, "error", f"{where}: your function raised {type(err).__name__}: {err}. Hint: {ex.hint}")
         if case.raises is not None:
             return CheckResult(ex.id, "failed", f"{where}: expected an error ({case.raises.__name__}) for this input, but your function returned {_short(got)}. Hint: {ex.hint}")
-        if got is ... :
-            return CheckResult(ex.id, "not implemented", "Not implemented yet: your function returns `...`.")
+        if got is ... or (got is None and case.expected is not None):
+            return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got!r}.")
         problem = _compare(ex, got, case.expected)
         if problem is not None:
             return CheckResult(ex.id, "failed", f"{where}: {problem} Hint: {ex.hint}")

@@ -1,0 +1,617 @@
+"""The training loop: data → forward → loss → backward → clip → step → zero_grad, and what it costs.
+
+The course's next-token model is :class:`TinyLM`: an embedding, a stack of feed-forward blocks
+(``x + W2·gelu(W1·x)``, the MLP half of a transformer block) and a linear head to vocabulary logits.
+:func:`train` runs it with AdamW, a cosine learning-rate schedule with linear warm-up, gradient
+clipping by global norm, optional mixed precision (``torch.autocast``) and activation checkpointing,
+atomic checkpoints that resume bit for bit, and, launched with ``torchrun``, DistributedDataParallel.
+
+>>> import numpy as np
+>>> from lectorch.data import markov_tokens
+>>> cfg = TrainConfig(vocab_size=16, dim=8, num_layers=1, batch_size=4, context_length=8, total_steps=5, warmup_steps=1)
+>>> result = train(cfg, markov_tokens(1000, 16), progress=False)
+>>> len(result.losses)
+5
+
+Run it from a shell, on one device or several (one process per GPU)::
+
+    python -m lectorch.train --data tokens.bin --steps 200
+    torchrun --standalone --nproc_per_node=2 -m lectorch.train --data tokens.bin --steps 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+import pathlib
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint as _checkpoint
+
+from lectorch import _validate
+from lectorch.checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
+from lectorch.data import get_batch
+from lectorch.device import check_device, synchronize
+from lectorch.dtypes import as_dtype
+from lectorch.models import Linear
+from lectorch.randomness import make_generator
+
+if TYPE_CHECKING:  # for annotations only: the API docs then show a plain "Path" they need not resolve
+    from pathlib import Path
+
+# ------------------------------------------------------------------------------------------- model
+
+
+class MLPBlock(nn.Module):
+    """``x + W2·gelu(W1·x)`` with W1 (dim, 4·dim) and W2 (4·dim, dim), bias-free: 8·dim² parameters.
+
+    >>> MLPBlock(8)(torch.ones(2, 3, 8)).shape
+    torch.Size([2, 3, 8])
+    """
+
+    def __init__(self, dim: int, expansion: int = 4, *, dropout: float = 0.0) -> None:
+        super().__init__()
+        dim = _validate.positive_int("dim", dim)
+        expansion = _validate.positive_int("expansion", expansion)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        self.dropout = float(dropout)
+        self.up = Linear(dim, expansion * dim)
+        self.down = Linear(expansion * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.gelu(self.up(x))
+        if self.dropout > 0:  # draws from torch's global RNG: a checkpoint must restore it
+            h = F.dropout(h, self.dropout, self.training)
+        return x + self.down(h)
+
+
+class TinyLM(nn.Module):
+    """A tiny next-token model: Embedding(V, D) → num_layers × :class:`MLPBlock` → Linear(D, V).
+
+    Each position sees only its own token (no attention), so it is a bigram model: the best loss it
+    can reach is the data's conditional entropy H(next | current). Parameters: 2·V·D + 8·D²·L.
+    The head starts at zero, so the model first predicts the uniform distribution (loss ln V).
+    With ``checkpointing=True`` each block's activations are recomputed in the backward pass
+    instead of kept (``torch.utils.checkpoint``, non-reentrant).
+
+    >>> model = TinyLM(vocab_size=32, dim=8, num_layers=2)
+    >>> model(torch.zeros(4, 5, dtype=torch.long)).shape
+    torch.Size([4, 5, 32])
+    >>> sum(p.numel() for p in model.parameters()) == 2 * 32 * 8 + 8 * 8 * 8 * 2
+    True
+    """
+
+    def __init__(self, vocab_size: int, dim: int, num_layers: int, *, checkpointing: bool = False,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.vocab_size = _validate.positive_int("vocab_size", vocab_size)
+        self.dim = _validate.positive_int("dim", dim)
+        self.num_layers = _validate.positive_int("num_layers", num_layers)
+        self.checkpointing = bool(checkpointing)
+        self.embed = nn.Embedding(vocab_size, dim)
+        self.blocks = nn.ModuleList(MLPBlock(dim, dropout=dropout) for _ in range(num_layers))
+        self.head = Linear(dim, vocab_size)
+        nn.init.zeros_(self.head.weight)  # uniform predictions at init: the first loss is exactly ln V
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"ids must be integer token ids (int64), got {ids.dtype}")
+        x = self.embed(ids)
+        for block in self.blocks:
+            if self.checkpointing and torch.is_grad_enabled():
+                x = _checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
+        return self.head(x)
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of next-token ``logits`` (B, T, V) against ``targets`` (B, T), in nats.
+
+    >>> round(lm_loss(torch.zeros(2, 3, 10), torch.zeros(2, 3, dtype=torch.long)).item(), 4)  # ln 10
+    2.3026
+    """
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} do not match: "
+                         "expected (B, T, V) and (B, T)")
+    return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
+
+
+# ---------------------------------------------------------------------------------------- schedule
+
+
+def cosine_lr(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
+    """The learning rate at ``step``: linear warm-up 0 → ``max_lr``, then cosine decay to ``min_lr``.
+
+    ``lr = max_lr·step/warmup_steps`` for step < warmup_steps; then
+    ``min_lr + (max_lr - min_lr)·(1 + cos(π·progress))/2`` with progress 0 → 1 from warmup_steps to
+    total_steps; ``min_lr`` after that.
+
+    >>> cosine_lr(10, max_lr=1e-3, warmup_steps=10, total_steps=110)   # end of warm-up
+    0.001
+    >>> cosine_lr(60, max_lr=1e-3, warmup_steps=10, total_steps=110, min_lr=1e-4)   # halfway down
+    0.00055
+    """
+    step = _validate.non_negative_int("step", step)
+    max_lr = _validate.positive_number("max_lr", max_lr)
+    warmup_steps = _validate.non_negative_int("warmup_steps", warmup_steps)
+    total_steps = _validate.positive_int("total_steps", total_steps)
+    if isinstance(min_lr, bool) or not isinstance(min_lr, (int, float)) or not 0 <= min_lr <= max_lr:
+        raise ValueError(f"min_lr must be a number in [0, max_lr={max_lr}], got {min_lr!r}")
+    if warmup_steps > total_steps:
+        raise ValueError(f"warmup_steps={warmup_steps} must be <= total_steps={total_steps}")
+    if step < warmup_steps:
+        return max_lr * step / warmup_steps
+    if step >= total_steps:
+        return float(min_lr)
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + (max_lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass(frozen=True)
+class CosineSchedule:
+    """:func:`cosine_lr` as a multiplier of the base LR, for ``torch.optim.lr_scheduler.LambdaLR``.
+
+    A callable object rather than a lambda: LambdaLR then saves its fields in ``state_dict()``.
+
+    >>> CosineSchedule(warmup_steps=10, total_steps=110, min_ratio=0.1)(60)
+    0.55
+    """
+
+    warmup_steps: int
+    total_steps: int
+    min_ratio: float = 0.1
+
+    def __call__(self, step: int) -> float:
+        return cosine_lr(step, max_lr=1.0, warmup_steps=self.warmup_steps, total_steps=self.total_steps,
+                         min_lr=self.min_ratio)
+
+
+def cosine_schedule(optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_steps: int,
+                    min_ratio: float = 0.1) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR that follows :func:`cosine_lr` with ``max_lr`` = the optimizer's lr.
+
+    >>> opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.5)
+    >>> sched = cosine_schedule(opt, warmup_steps=4, total_steps=10)
+    >>> opt.param_groups[0]["lr"]        # step 0 of a warm-up
+    0.0
+    """
+    schedule = CosineSchedule(warmup_steps, total_steps, min_ratio)
+    schedule(0)  # validates the arguments
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
+# ---------------------------------------------------------------------------------------- clipping
+
+
+def grad_norm(parameters: Iterable[torch.Tensor]) -> float:
+    """The global L2 norm of all gradients: sqrt(Σ‖g‖²), the quantity ``clip_grad_norm_`` bounds.
+
+    >>> p = torch.zeros(2, requires_grad=True); p.grad = torch.tensor([3.0, 4.0]); grad_norm([p])
+    5.0
+    """
+    grads = [p.grad.detach().float() for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+
+
+# --------------------------------------------------------------------------------- mixed precision
+
+
+def autocast_context(device: str | torch.device, dtype: str | torch.dtype = "fp32") -> Any:
+    """``torch.autocast`` for ``dtype`` on ``device`` ("fp32" → a no-op context).
+
+    bf16 runs anywhere and needs no loss scaling; fp16 needs a CUDA GPU and a GradScaler.
+
+    >>> with autocast_context("cpu", "bf16"):
+    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+    torch.bfloat16
+    >>> torch.is_autocast_enabled("cpu")      # off again after the block
+    False
+    """
+    dev = check_device(device)
+    dt = as_dtype(dtype)
+    if dt == torch.float32:
+        return contextlib.nullcontext()
+    if dt not in (torch.bfloat16, torch.float16):
+        raise ValueError(f"dtype={dtype!r}: autocast runs in 'bf16' or 'fp16' (or 'fp32' for no autocast)")
+    if dt == torch.float16 and dev.type != "cuda":
+        raise ValueError(f"dtype='fp16' autocast needs a CUDA GPU (with a GradScaler); on {dev.type} use 'bf16'")
+    return torch.autocast(device_type=dev.type, dtype=dt)
+
+
+# ------------------------------------------------------------------------------ saved activations
+
+
+@dataclass(frozen=True)
+class SavedTensors:
+    """What autograd kept for the backward pass: total bytes, bytes by dtype, and each tensor."""
+
+    total_bytes: int
+    by_dtype: dict[str, int]
+    tensors: tuple[tuple[tuple[int, ...], str, int], ...]
+    result: Any = field(default=None, repr=False, compare=False)
+
+
+def saved_tensors(fn: Callable[..., Any], *args: Any, exclude: Iterable[torch.Tensor] = (), **kwargs: Any) -> SavedTensors:
+    """Run ``fn(*args, **kwargs)`` and record every tensor autograd saves for backward.
+
+    Tensors sharing storage count once (that is the memory), and tensors that share storage with
+    ``exclude`` (pass the model's parameters: they exist anyway) are left out. The count is exact and
+    device-independent; ``result`` holds ``fn``'s return value (e.g. the loss, to call backward on).
+
+    >>> w = torch.ones(3, 4, requires_grad=True)
+    >>> saved_tensors(lambda x: (x @ w).sum(), torch.ones(2, 3), exclude=[w]).total_bytes  # x: 2·3 floats
+    24
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: dict[int, tuple[tuple[int, ...], str, int]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in skip and ptr not in seen and storage.nbytes() > 0:
+            seen[ptr] = (tuple(t.shape), str(t.dtype).removeprefix("torch."), storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = fn(*args, **kwargs)
+    by_dtype: dict[str, int] = {}
+    for _, dtype, nbytes in seen.values():
+        by_dtype[dtype] = by_dtype.get(dtype, 0) + nbytes
+    total = sum(nbytes for *_, nbytes in seen.values())
+    return SavedTensors(total_bytes=total, by_dtype=by_dtype, tensors=tuple(seen.values()), result=result)
+
+
+def predicted_saved_bytes(batch_size: int, context_length: int, dim: int, num_layers: int, vocab_size: int,
+                          *, checkpointing: bool = False) -> int:
+    """Bytes autograd saves for one fp32 forward of :class:`TinyLM` plus its loss (what :func:`saved_tensors` measures).
+
+    Per block without checkpointing: the inputs of both matmuls and of the GELU, (1 + 4 + 4)·B·T·D
+    floats; with checkpointing only the block's input, B·T·D floats. Then the head's input (B·T·D),
+    the log-probabilities (B·T·V), the int64 token ids (embedding) and targets (loss), and the
+    loss's 4-byte ``total_weight``.
+
+    >>> predicted_saved_bytes(4, 8, 16, 2, 32)
+    43524
+    """
+    b = _validate.positive_int("batch_size", batch_size)
+    t = _validate.positive_int("context_length", context_length)
+    d = _validate.positive_int("dim", dim)
+    n = _validate.positive_int("num_layers", num_layers)
+    v = _validate.positive_int("vocab_size", vocab_size)
+    per_block = d if checkpointing else 9 * d
+    return 4 * b * t * (n * per_block + d + v) + 2 * 8 * b * t + 4
+
+
+# ------------------------------------------------------------------------------------------- loop
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a run; a checkpoint stores it and a resume must use the same one.
+
+    >>> TrainConfig(batch_size=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_size must be >= 1, got 0; pass a positive size
+    """
+
+    vocab_size: int = 64
+    dim: int = 64
+    num_layers: int = 2
+    batch_size: int = 16
+    context_length: int = 32
+    total_steps: int = 200
+    warmup_steps: int = 20
+    max_lr: float = 1e-2
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    dropout: float = 0.0
+    grad_clip: float | None = 1.0
+    dtype: str = "fp32"
+    activation_checkpointing: bool = False
+    seed: int = 0
+    data_seed: int = 1
+    checkpoint_every: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "dim", "num_layers", "batch_size", "context_length", "total_steps"):
+            _validate.positive_int(name, getattr(self, name))
+        for name in ("warmup_steps", "seed", "data_seed", "checkpoint_every"):
+            _validate.non_negative_int(name, getattr(self, name))
+        _validate.positive_number("max_lr", self.max_lr)
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.grad_clip is not None:
+            _validate.positive_number("grad_clip", self.grad_clip)
+        if self.warmup_steps > self.total_steps:
+            raise ValueError(f"warmup_steps={self.warmup_steps} must be <= total_steps={self.total_steps}")
+        as_dtype(self.dtype, name="dtype")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TrainResult:
+    """A finished (or resumed-and-finished) run: the model and per-step histories."""
+
+    model: nn.Module
+    losses: list[float]
+    grad_norms: list[float]
+    lrs: list[float]
+    start_step: int = 0
+
+    @property
+    def steps(self) -> int:
+        return len(self.losses)
+
+
+def build_model(config: TrainConfig, device: str | torch.device = "cpu") -> TinyLM:
+    """The config's TinyLM, initialised from ``config.seed`` without touching the global RNG.
+
+    >>> a = build_model(TrainConfig(dim=8)); b = build_model(TrainConfig(dim=8))
+    >>> bool(torch.equal(a.head.weight, b.head.weight))
+    True
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = TinyLM(config.vocab_size, config.dim, config.num_layers,
+                       checkpointing=config.activation_checkpointing, dropout=config.dropout)
+    return model.to(check_device(device))
+
+
+def _is_distributed() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+def train(
+    config: TrainConfig,
+    data: np.ndarray,
+    *,
+    device: str | torch.device = "cpu",
+    checkpoint_path: str | Path | None = None,
+    progress: bool = True,
+    on_step: Callable[[int, float], None] | None = None,
+) -> TrainResult:
+    """Train ``config``'s model on ``data`` (token ids) and return it with its loss history.
+
+    With ``checkpoint_path``, a checkpoint is written atomically every ``config.checkpoint_every``
+    steps and at the end, and a run finding one there resumes from it (and continues exactly as if it
+    had never stopped). Under ``torchrun`` (torch.distributed initialised) the model is wrapped in
+    DistributedDataParallel; every rank draws the same global batch and trains on its own slice, and
+    only rank 0 writes checkpoints. ``on_step(step, loss)`` is called after each step.
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    dev = check_device(device)
+    distributed = _is_distributed()
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    if config.batch_size % world:
+        raise ValueError(f"batch_size={config.batch_size} must be divisible by the number of processes ({world})")
+    if config.context_length >= len(data):
+        raise ValueError(f"context_length={config.context_length} must be smaller than the data length {len(data)}")
+    local = config.batch_size // world
+    autocast_context(dev, config.dtype)  # fp16 without a GPU fails here, before any work
+
+    model = build_model(config, dev)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and not n.startswith("embed")]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and not n.startswith("embed"))]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.max_lr, betas=(0.9, 0.95),
+    )
+    scheduler = cosine_schedule(optimizer, warmup_steps=config.warmup_steps, total_steps=config.total_steps,
+                                min_ratio=config.min_lr_ratio)
+    use_fp16 = as_dtype(config.dtype) == torch.float16
+    scaler = torch.amp.GradScaler("cuda" if dev.type == "cuda" else "cpu", enabled=use_fp16)
+    generator = make_generator(config.data_seed)
+    losses: list[float] = []
+    norms: list[float] = []
+    lrs: list[float] = []
+    start = 0
+
+    if checkpoint_path is not None and pathlib.Path(checkpoint_path).exists():
+        state = restore_checkpoint(checkpoint_path, model=model, optimizer=optimizer, scheduler=scheduler,
+                                   scaler=scaler if use_fp16 else None, generator=generator)
+        saved = state["extra"].get("config")
+        if saved != config.as_dict():
+            diff = [k for k in config.as_dict() if (saved or {}).get(k) != getattr(config, k)]
+            raise CheckpointError(f"checkpoint {pathlib.Path(checkpoint_path)} was written by a run with another config "
+                                  f"(different: {', '.join(diff) or 'all'}); use a new checkpoint path")
+        start = state["step"]
+        losses, norms, lrs = list(state["extra"]["losses"]), list(state["extra"]["grad_norms"]), list(state["extra"]["lrs"])
+
+    net: nn.Module = model
+    if distributed:
+        net = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+
+    def save(step: int) -> None:
+        if rank == 0:
+            save_checkpoint(checkpoint_path, model=model, step=step, optimizer=optimizer, scheduler=scheduler,
+                            scaler=scaler if use_fp16 else None, generator=generator,
+                            extra={"config": config.as_dict(), "losses": losses, "grad_norms": norms, "lrs": lrs})
+        if distributed:
+            dist.barrier()
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(range(start, config.total_steps), initial=start, total=config.total_steps,
+               disable=not progress or rank != 0, desc="train", unit="step")
+    net.train()
+    for step in bar:
+        inputs, targets = get_batch(data, config.batch_size, config.context_length, dev, generator=generator)
+        inputs, targets = inputs[rank * local:(rank + 1) * local], targets[rank * local:(rank + 1) * local]
+        with autocast_context(dev, config.dtype):
+            loss = lm_loss(net(inputs), targets)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # gradients back in true units before clipping
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip or math.inf)
+        lrs.append(optimizer.param_groups[0]["lr"])
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss.detach().float()
+        if distributed:  # the loss of the global batch = mean of the ranks' losses
+            dist.all_reduce(loss, op=dist.ReduceOp.SUM)
+            loss /= world
+        losses.append(loss.item())
+        norms.append(float(norm))
+        if (step + 1) % 10 == 0 or step + 1 == config.total_steps:
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
+        if checkpoint_path is not None and (
+            step + 1 == config.total_steps or (config.checkpoint_every and (step + 1) % config.checkpoint_every == 0)
+        ):
+            save(step + 1)
+        if on_step is not None:
+            on_step(step + 1, losses[-1])
+    bar.close()
+    return TrainResult(model=model, losses=losses, grad_norms=norms, lrs=lrs, start_step=start)
+
+
+# -------------------------------------------------------------------------------- one measured step
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """Costs of one training step: saved activations (exact), FLOPs (counted), seconds and peak bytes (measured)."""
+
+    saved_activation_bytes: int
+    flops: int
+    step_seconds: float
+    peak_memory_bytes: int | None
+
+
+def measure_step(*, batch_size: int, dtype: str = "fp32", checkpointing: bool = False,
+                 device: str | torch.device = "cpu", vocab_size: int = 64, dim: int = 64, num_layers: int = 4,
+                 context_length: int = 32, trials: int = 3) -> StepReport:
+    """Measure one forward + backward of a :class:`TinyLM` (peak memory only on CUDA).
+
+    >>> r = measure_step(batch_size=2, dim=8, num_layers=1, vocab_size=16, context_length=4, trials=1)
+    >>> r.saved_activation_bytes == predicted_saved_bytes(2, 4, 8, 1, 16)
+    True
+    """
+    from lectorch.bench import benchmark
+    from lectorch.flops import count_flops
+
+    dev = check_device(device)
+    batch_size = _validate.positive_int("batch_size", batch_size)
+    trials = _validate.positive_int("trials", trials)
+    config = TrainConfig(vocab_size=vocab_size, dim=dim, num_layers=num_layers, batch_size=batch_size,
+                         context_length=context_length, activation_checkpointing=checkpointing, dtype=dtype)
+    autocast_context(dev, dtype)  # validates dtype for this device before any work
+    model = build_model(config, dev)
+    gen = make_generator(0)
+    ids = torch.randint(vocab_size, (batch_size, context_length + 1), generator=gen).to(dev)
+    inputs, targets = ids[:, :-1].clone(), ids[:, 1:].clone()  # separate tensors, as get_batch returns
+
+    def forward() -> torch.Tensor:
+        with autocast_context(dev, dtype):
+            return lm_loss(model(inputs), targets)
+
+    def step() -> None:
+        forward().backward()
+        model.zero_grad(set_to_none=True)
+
+    saved_bytes = saved_tensors(forward, exclude=list(model.parameters())).total_bytes  # the graph is freed here
+    flops = count_flops(step).total
+    peak = None
+    if dev.type == "cuda":
+        synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        step()
+        synchronize(dev)
+        peak = int(torch.cuda.max_memory_allocated(dev))
+    timing = benchmark(step, device=dev, warmup=1, trials=trials, min_trial_s=0.005, max_total_s=1.0)
+    return StepReport(saved_activation_bytes=saved_bytes, flops=flops, step_seconds=timing.median_s,
+                      peak_memory_bytes=peak)
+
+
+# ---------------------------------------------------------------------------------------- torchrun
+
+
+def setup_distributed() -> torch.device:
+    """Join the process group that ``torchrun`` describes in the environment; return this rank's device.
+
+    torchrun starts one process per GPU and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+    MASTER_PORT. GPUs talk over NCCL, CPU processes over gloo. Without torchrun this does nothing.
+
+    >>> setup_distributed().type in ("cpu", "cuda")   # not under torchrun: the usual device choice
+    True
+    """
+    if "WORLD_SIZE" not in os.environ:
+        return check_device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group(backend="gloo")
+    return device
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: ``python -m lectorch.train --data tokens.bin [...]``, also under ``torchrun``."""
+    from lectorch.data import load_tokens
+
+    parser = argparse.ArgumentParser(prog="python -m lectorch.train", description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True, help="flat uint16 token file (lectorch.data.write_tokens)")
+    parser.add_argument("--checkpoint", default=None, help="checkpoint file: written while training, resumed from")
+    parser.add_argument("--save-params", default=None, help="write the final parameters here (rank 0)")
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in ("dtype",):
+            parser.add_argument("--dtype", default=f.default, choices=["fp32", "bf16", "fp16"])
+        elif f.type in ("bool",):
+            parser.add_argument(f"--{f.name.replace('_', '-')}", action="store_true")
+        elif f.name == "grad_clip":
+            parser.add_argument("--grad-clip", type=float, default=f.default)
+        else:
+            kind = int if f.type == "int" else float
+            parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=f.default)
+    parser.add_argument("--steps", type=int, default=None, help="alias of --total-steps")
+    args = parser.parse_args(argv)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+    if args.steps is not None:
+        values["total_steps"] = args.steps
+    config = TrainConfig(**values)
+    device = setup_distributed()
+    try:
+        result = train(config, load_tokens(args.data), device=device, checkpoint_path=args.checkpoint,
+                       progress=False)
+        if not _is_distributed() or dist.get_rank() == 0:
+            print(f"steps {result.steps}  final loss {result.losses[-1]:.4f}")
+            if args.save_params:
+                torch.save({k: v.cpu() for k, v in result.model.state_dict().items()} | {"losses": torch.tensor(result.losses)},
+                           args.save_params)
+    finally:
+        if _is_distributed():
+            dist.destroy_process_group()
+
+
+__all__ = ["MLPBlock", "TinyLM", "lm_loss", "cosine_lr", "CosineSchedule", "cosine_schedule", "grad_norm",
+           "autocast_context", "SavedTensors", "saved_tensors", "predicted_saved_bytes", "TrainConfig",
+           "TrainResult", "build_model", "train", "StepReport", "measure_step", "setup_distributed", "main"]
+
+if __name__ == "__main__":
+    main()
