@@ -63,21 +63,34 @@ def fraction(name: str, value: Any) -> float:
     return value
 
 
+def ints(name: str, value: Any, *, allow_negative: bool = False) -> tuple[int, ...]:
+    """Return ``value`` (an int or a sequence of ints: an index, strides, dims) as a tuple of ints.
+
+    >>> ints("index", [1, -2], allow_negative=True)
+    (1, -2)
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints such as (4, 8), got {value!r}") from None
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, numbers.Integral):
+            raise TypeError(f"{name} must contain ints only, got {item!r} in {value!r}")
+        if item < 0 and not allow_negative:
+            raise ValueError(f"{name} must not contain negative numbers, got {item} in {items}")
+    return tuple(int(i) for i in items)
+
+
 def shape(name: str, value: Any) -> tuple[int, ...]:
     """Return ``value`` as a tuple of non-negative ints (a tensor shape).
 
     >>> shape("shape", [4, 8])
     (4, 8)
     """
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (value,)
-    try:
-        dims = tuple(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a sequence of ints such as (4, 8), got {value!r}") from None
+    dims = ints(name, value, allow_negative=True)
     for dim in dims:
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-            raise TypeError(f"{name} must contain ints only, got {dim!r} in {value!r}")
         if dim < 0:
-            raise ValueError(f"{name} has a negative size {dim} in {tuple(value)}; sizes must be >= 0")
-    return tuple(int(d) for d in dims)
+            raise ValueError(f"{name} has a negative size {dim} in {dims}; sizes must be >= 0")
+    return dims

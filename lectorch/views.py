@@ -35,21 +35,9 @@ def _tensor(name: str, value: Any) -> torch.Tensor:
 
 
 def _ints(name: str, value: Any, *, allow_negative: bool = False) -> tuple[int, ...]:
-    """A sequence of ints (an index, strides or dims) as a tuple, with a clear error otherwise."""
     if isinstance(value, torch.Size):
         value = tuple(value)
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (value,)
-    try:
-        items = tuple(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a sequence of ints such as (1, 2), got {value!r}") from None
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, numbers.Integral):
-            raise TypeError(f"{name} must contain ints only, got {item!r} in {value!r}")
-        if item < 0 and not allow_negative:
-            raise ValueError(f"{name} must not contain negative numbers, got {item} in {items}")
-    return tuple(int(i) for i in items)
+    return _validate.ints(name, value, allow_negative=allow_negative)
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
