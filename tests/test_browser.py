@@ -67,7 +67,8 @@ class Visit:
         self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
         self.page.on("pageerror", lambda err: self.errors.append(str(err)))
         self.page.on("requestfailed", lambda req: req.url.startswith(base) and self.failed.append(req.url))
-        self.page.goto(f"{base}/{path}", wait_until="networkidle")
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.wait_for_timeout(1000)  # let deferred scripts (widgets, MathJax) run and report errors
 
     def _route(self, base: str):
         def handle(route):
@@ -112,6 +113,10 @@ def test_every_chapter_renders_its_figures_widgets_math_and_solutions(browser, s
         page = visit.page
         try:
             images = page.locator(".cell_output img")
+            try:
+                page.wait_for_selector(".cell_output img", state="attached", timeout=10000)
+            except Exception:
+                pass
             if images.count() == 0:
                 problems.append(f"{path}: no figure")
             broken = [i for i in range(images.count()) if not images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0")]
