@@ -2,35 +2,97 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.lectorch-installed
+# One lock per accelerator: ACCEL=cpu|cuda (default: cuda where nvidia-smi lists a GPU).
+ACCEL  ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
+LOCK_cpu  := requirements.txt
+LOCK_cuda := requirements-cuda.txt
+LOCK   := $(LOCK_$(ACCEL))
+# SYSTEM_TORCH=1: a GPU box whose Python already has a CUDA torch; the venv sees the system site
+# packages and gets everything of the lock but torch and its CUDA stack.
+TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
+STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
+GPU_WHEELS ?= wheels/gpu-cp312
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
-.PHONY: help book test execute lab student grade clean
+.PHONY: help install lock gpu-wheels gpu-check book test unit execute lab student grading-bundle grade clean translations
 help:
 	@echo "make book     build the HTML book into _build/html (creates $(VENV) on first use)"
 	@echo "make test     run every test: lectorch, the chapters (nbval), the book build, the browser"
+	@echo "make unit     the fast loop: ruff and lectorch's unit tests (no book, browser or notebook runs)"
 	@echo "make execute  re-execute chapters in place (NB=chapters/05_flops_mfu.ipynb for one)"
 	@echo "make lab      JupyterLab on the chapters (e.g. on a GPU box, through an SSH tunnel)"
 	@echo "make student  write the student edition (solutions replaced by stubs) into student/"
-	@echo "make grade SUBMISSIONS=dir  grade completed notebooks (table + grades.json)"
+	@echo "make grading-bundle  the instructor's hidden cases and answers (GRADING_SEED=secret) into $(GRADING_BUNDLE)"
+	@echo "make grade SUBMISSIONS=dir  grade completed notebooks, each in a sandbox (table + grades.json)"
+	@echo "make translations  re-extract the English messages into the zh_CN catalogs (locales/)"
+	@echo "make install  create $(VENV) from the lock of ACCEL=cpu|cuda (now: $(ACCEL)); SYSTEM_TORCH=1 keeps the machine's torch"
+	@echo "make lock     re-resolve requirements.in into requirements.txt (CPU) and requirements-cuda.txt (CUDA)"
+	@echo "make gpu-wheels  download the wheels make gpu-check installs on an offline GPU box ($(GPU_WHEELS)/)"
+	@echo "make gpu-check   the whole GPU validation (DRY_RUN=1: the same steps on a CPU); results in OUT=dir"
 	@echo "make clean    remove builds (keeps $(VENV))"
 
-$(STAMP): requirements.txt pyproject.toml
+install: $(STAMP)
+
+$(STAMP): $(LOCK) pyproject.toml
+	@test -n "$(LOCK)" || { echo "ACCEL=$(ACCEL): use ACCEL=cpu or ACCEL=cuda"; exit 2; }
+ifdef SYSTEM_TORCH
+	@test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/requirements-without-torch.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(VENV)/requirements-without-torch.txt
+else
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
+endif
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python tools/lock.py check-install $(ACCEL) $(if $(SYSTEM_TORCH),--system-torch)
+	@rm -f $(VENV)/.lectorch-installed*
 	@touch $@
+
+# Re-resolve the locks (needs PyPI): uv in a scratch venv, requirements.in + the old locks as constraints.
+lock:
+	@test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet uv==0.13.9; }
+	PATH="$(CURDIR)/.venv-lock/bin:$$PATH" .venv-lock/bin/python tools/lock.py cpu cuda
+
+gpu-wheels:
+	@test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet uv==0.13.9; }
+	PATH="$(CURDIR)/.venv-lock/bin:$$PATH" .venv-lock/bin/python tools/lock.py gpu-wheels $(GPU_WHEELS)
+
+# On the GPU box its python3 (with a CUDA torch) runs the check, which makes .venv-gpu from the
+# carried wheels. DRY_RUN=1 walks the same steps here with $(VENV)'s Python.
+ifdef DRY_RUN
+gpu-check: $(STAMP)
+	$(BIN)/python tools/gpu_check.py --dry-run --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+else
+gpu-check:
+	$(PYTHON) tools/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+endif
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --keep-going
-	@echo "Open $(CURDIR)/_build/html/index.html in a browser."
+	$(BIN)/python tools/i18n.py build _build/html/zh cache
+	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html)."
+
+# Re-extract the English messages and merge them into locales/zh_CN (changed ones turn fuzzy).
+translations: $(STAMP)
+	$(BIN)/python tools/i18n.py update
+	$(BIN)/python tools/i18n.py status
 
 test: $(STAMP)
+	$(BIN)/ruff check lectorch tests tools grading
 	$(BIN)/python -m pytest
 
+# The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
+# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run).
+NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py
+unit: $(STAMP)
+	$(BIN)/ruff check lectorch tests tools grading
+	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \
+	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
+
 execute: $(STAMP)
-	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; done
+	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \
+	  $(BIN)/python tools/strip_notebook_metadata.py "$$nb" || exit 1; done
 
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
@@ -39,9 +101,14 @@ lab: $(STAMP)
 student: $(STAMP)
 	$(BIN)/python tools/student_edition.py student
 
+GRADING_BUNDLE ?= grading-bundle/bundle.pt
+grading-bundle: $(STAMP)
+	$(BIN)/python tools/grading_bundle.py "$(GRADING_BUNDLE)"
+
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks"; exit 2; }
-	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" --json grades.json
+	@test -f "$(GRADING_BUNDLE)" || { echo "no grading bundle at $(GRADING_BUNDLE): run make grading-bundle first"; exit 2; }
+	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" --bundle "$(GRADING_BUNDLE)" --json grades.json
 
 clean:
 	rm -rf _build student .pytest_cache

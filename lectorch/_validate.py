@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from typing import Any
+
+
+#: The most entries a shape, strides or an index may have (torch's limit on dimensions).
+MAX_ITEMS = 64
 
 
 def _is_real(value: Any) -> bool:
@@ -37,16 +42,23 @@ def non_negative_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _finite(name: str, value: Any, what: str) -> float:
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a {what}, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite {what}, got {value}")
+    return value
+
+
 def positive_number(name: str, value: Any) -> float:
     """Return ``value`` as a float if it is a finite number > 0.
 
     >>> positive_number("tokens", 15e12)
     15000000000000.0
     """
-    if not _is_real(value):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    value = _finite(name, value, "number > 0")
+    if value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
     return value
 
@@ -71,10 +83,15 @@ def ints(name: str, value: Any, *, allow_negative: bool = False) -> tuple[int, .
     """
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         value = (value,)
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of ints such as (4, 8), got {value!r}")
     try:
-        items = tuple(value)
+        items = tuple(itertools.islice(value, MAX_ITEMS + 1))  # an endless iterator must not hang
     except TypeError:
         raise TypeError(f"{name} must be a sequence of ints such as (4, 8), got {value!r}") from None
+    if len(items) > MAX_ITEMS:
+        raise ValueError(f"{name} has more than {MAX_ITEMS} entries (torch tensors have at most {MAX_ITEMS} dims); "
+                         "pass a finite sequence such as (4, 8)")
     for item in items:
         if isinstance(item, bool) or not isinstance(item, numbers.Integral):
             raise TypeError(f"{name} must contain ints only, got {item!r} in {value!r}")
@@ -94,3 +111,15 @@ def shape(name: str, value: Any) -> tuple[int, ...]:
         if dim < 0:
             raise ValueError(f"{name} has a negative size {dim} in {dims}; sizes must be >= 0")
     return dims
+
+
+def non_negative_number(name: str, value: Any) -> float:
+    """Return ``value`` as a float if it is a finite number >= 0.
+
+    >>> non_negative_number("weight_decay", 0)
+    0.0
+    """
+    value = _finite(name, value, "number >= 0")
+    if value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    return value

@@ -45,8 +45,24 @@ class LayerFlops:
         return self.forward + self.backward
 
 
+class _ForwardBackward:
+    """``total`` and ``ratio`` of anything with ``forward`` and ``backward`` FLOPs."""
+
+    forward: int
+    backward: int
+
+    @property
+    def total(self) -> int:
+        return self.forward + self.backward
+
+    @property
+    def ratio(self) -> float:
+        """backward / forward: 2 when every layer computes its input gradient, less otherwise."""
+        return self.backward / self.forward
+
+
 @dataclass(frozen=True)
-class BackpropFlops:
+class BackpropFlops(_ForwardBackward):
     """Predicted FLOPs of a stack of linear layers: per layer (``layers``) and in total."""
 
     batch: int
@@ -67,15 +83,6 @@ class BackpropFlops:
     @property
     def backward(self) -> int:
         return self.backward_weight + self.backward_input
-
-    @property
-    def total(self) -> int:
-        return self.forward + self.backward
-
-    @property
-    def ratio(self) -> float:
-        """backward / forward: 2 when every layer computes its input gradient, less otherwise."""
-        return self.backward / self.forward
 
     @property
     def num_parameters(self) -> int:
@@ -212,7 +219,7 @@ def make_mlp(widths: Sequence[int], *, activation: Callable[[], nn.Module] | Non
 
 
 @dataclass(frozen=True)
-class MeasuredFlops:
+class MeasuredFlops(_ForwardBackward):
     """FLOPs counted by ``FlopCounterMode`` in a forward and a backward pass, in total and per module.
 
     ``*_by_module`` maps FlopCounterMode's module names (e.g. ``"Cruncher.layers.0"``) to FLOPs.
@@ -222,15 +229,6 @@ class MeasuredFlops:
     backward: int
     forward_by_module: dict[str, int] = field(default_factory=dict)
     backward_by_module: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return self.forward + self.backward
-
-    @property
-    def ratio(self) -> float:
-        """backward / forward."""
-        return self.backward / self.forward
 
 
 def _per_module(counts: dict[str, dict[Any, int]]) -> dict[str, int]:

@@ -21,7 +21,6 @@ the matmul rule ``2·m·k·n`` generalised.
 from __future__ import annotations
 
 import math
-import numbers
 import re
 import string
 from dataclasses import dataclass
@@ -397,19 +396,3 @@ def parse_sizes(text: str) -> dict[str, Any]:
         else:
             out[name] = _validate.positive_int(f"sizes[{name!r}]", numbers_[0])
     return out
-
-
-def format_flops(flops: int | float) -> str:
-    """FLOPs with an SI prefix, e.g. for a widget.
-
-    >>> format_flops(240), format_flops(2.5e12)
-    ('240 FLOPs', '2.5 TFLOPs')
-    """
-    if isinstance(flops, bool) or not isinstance(flops, numbers.Real):
-        raise TypeError(f"flops must be a number, got {type(flops).__name__} {flops!r}")
-    if not flops >= 0:
-        raise ValueError(f"flops must be >= 0, got {flops}")
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if flops >= scale:
-            return f"{flops / scale:.3g} {prefix}FLOPs"
-    return f"{flops:.3g} FLOPs"

@@ -24,9 +24,15 @@ import torch
 
 from lectorch import _validate
 from lectorch.device import check_device
+from lectorch.memory import ensure_fits
 
 if TYPE_CHECKING:  # for annotations only: the API docs then show a plain "Path" they need not resolve
     from pathlib import Path
+
+class DeviceUnavailable(ValueError, RuntimeError):
+    """The device asked for cannot be used here. A ``ValueError`` (a bad argument) and the
+    ``RuntimeError`` that code written against torch catches for a missing device."""
+
 
 #: The dtype of token ids on disk: 2 bytes, enough for vocabularies below 65 536 (GPT-2, LLaMA 1/2).
 TOKEN_DTYPE = np.uint16
@@ -66,6 +72,8 @@ def write_tokens(path: str | Path, tokens: np.ndarray | list[int], dtype: str | 
         raise ValueError(f"tokens has ids in [{lo}, {hi}], which do not fit dtype {dt} ([{info.min}, {info.max}]); "
                          "use a wider dtype such as np.uint32")
     path = pathlib.Path(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"folder {str(path.parent)!r} of the token file path {str(path)!r} does not exist")
     arr.astype(dt).tofile(path)
     return arr.size * dt.itemsize
 
@@ -115,9 +123,18 @@ def get_batch(
     if not isinstance(data, np.ndarray) or data.ndim != 1:
         raise TypeError(f"data must be a 1-D numpy array or np.memmap of token ids, got {type(data).__name__}"
                         + (f" of shape {data.shape}" if isinstance(data, np.ndarray) else ""))
+    if data.dtype.kind not in "ui":
+        raise TypeError(f"data must hold integer token ids (e.g. uint16), got dtype {data.dtype}: "
+                        "floats would be truncated into ids")
     batch_size = _validate.positive_int("batch_size", batch_size)
     context_length = _validate.positive_int("context_length", context_length)
-    dev = check_device(device)
+    try:
+        dev = check_device(device)
+    except ValueError as err:
+        raise DeviceUnavailable(str(err)) from None
+    elements = batch_size * (context_length + 1)
+    what = f"a batch of batch_size={batch_size} windows of context_length + 1 = {context_length + 1} tokens"
+    ensure_fits(3 * 8 * elements, "cpu", what=what)  # the index, the window and its copies, int64, on the host
     if context_length >= len(data):
         raise ValueError(
             f"context_length={context_length} must be smaller than the data length {len(data)}: "
@@ -127,14 +144,29 @@ def get_batch(
         raise TypeError("generator must be a CPU torch.Generator (indices are drawn on the host)")
     starts = torch.randint(len(data) - context_length, (batch_size,), generator=generator)
     index = starts.numpy()[:, None] + np.arange(context_length + 1)
+    if data.dtype.kind == "i" and int(data[index].min()) < 0:
+        raise ValueError(f"data holds negative token ids (e.g. {int(data[index].min())}); ids are >= 0")
+    if dev.type == "cuda":
+        # One contiguous page-locked buffer of whole windows, filled straight from the data, copied to
+        # the GPU once, sliced there. (Pinning a non-contiguous slice would make the DMA go through a
+        # pageable temporary, and the copy would not overlap with the GPU's work.)
+        host = _pinned_buffer(index.shape)
+        host.numpy()[...] = data[index]  # reads only these pages of a memmap
+        window = _upload(host, dev)
+        return window[:, :-1].contiguous(), window[:, 1:].contiguous()  # two separate tensors
     window = torch.from_numpy(data[index].astype(np.int64))  # reads only these pages of a memmap
     inputs, targets = window[:, :-1], window[:, 1:]
-    if dev.type == "cuda":
-        inputs = inputs.pin_memory().to(dev, non_blocking=True)
-        targets = targets.pin_memory().to(dev, non_blocking=True)
-    else:
-        inputs, targets = inputs.clone().to(dev), targets.clone().to(dev)  # two separate tensors
-    return inputs, targets
+    return inputs.clone().to(dev), targets.clone().to(dev)  # two separate tensors
+
+
+def _pinned_buffer(shape: tuple[int, ...]) -> torch.Tensor:
+    """An uninitialised int64 host tensor in page-locked memory (the source of an asynchronous copy)."""
+    return torch.empty(shape, dtype=torch.int64, pin_memory=True)
+
+
+def _upload(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Copy a pinned host tensor to ``device`` without waiting for it (ordered on the current stream)."""
+    return host.to(device, non_blocking=True)
 
 
 def markov_tokens(num_tokens: int, vocab_size: int, *, branching: int = 4, seed: int = 0) -> np.ndarray:
@@ -154,17 +186,22 @@ def markov_tokens(num_tokens: int, vocab_size: int, *, branching: int = 4, seed:
     if branching > vocab_size:
         raise ValueError(f"branching={branching} must be <= vocab_size={vocab_size}")
     seed = _validate.non_negative_int("seed", seed)
+    ensure_fits(2 * num_tokens, "cpu", what=f"markov_tokens(num_tokens={num_tokens}) (2 bytes a token)")
     rng = np.random.default_rng(seed)
     successors = np.stack([rng.choice(vocab_size, branching, replace=False) for _ in range(vocab_size)])
     probs = rng.dirichlet(np.ones(branching), size=vocab_size)
     cumulative = probs.cumsum(axis=1).tolist()
     succ = successors.tolist()
-    out = []
+    out = np.empty(num_tokens, dtype=TOKEN_DTYPE)
     token = int(rng.integers(vocab_size))
-    for u in rng.random(num_tokens).tolist():
-        out.append(token)
-        token = succ[token][min(bisect.bisect_left(cumulative[token], u), branching - 1)]
-    return np.asarray(out, dtype=TOKEN_DTYPE)
+    chunk = 1 << 20  # the uniforms in chunks: 8 bytes a token for a chunk, not for the whole stream
+    for begin in range(0, num_tokens, chunk):
+        walk = []
+        for u in rng.random(min(chunk, num_tokens - begin)).tolist():
+            walk.append(token)
+            token = succ[token][min(bisect.bisect_left(cumulative[token], u), branching - 1)]
+        out[begin:begin + len(walk)] = walk
+    return out
 
 
 def bigram_entropy(tokens: np.ndarray | list[int]) -> float:
@@ -173,10 +210,17 @@ def bigram_entropy(tokens: np.ndarray | list[int]) -> float:
     >>> round(bigram_entropy(np.array([0, 1, 0, 1, 0, 1])), 6)   # fully predictable
     0.0
     """
-    arr = np.asarray(tokens).astype(np.int64)
+    arr = np.asarray(tokens)
     if arr.ndim != 1 or arr.size < 2:
         raise ValueError("tokens must be a 1-D sequence of at least two ids")
-    pairs = arr[:-1] * (int(arr.max()) + 1) + arr[1:]
+    if arr.dtype.kind not in "ui":
+        raise TypeError(f"tokens must hold integer ids, got dtype {arr.dtype}")
+    low, high = int(arr.min()), int(arr.max())
+    if low < 0 or high >= 2**31:
+        raise ValueError(f"tokens must be ids in [0, 2**31), got ids in [{low}, {high}] "
+                         "(the pair code id·(max + 1) + next would overflow int64)")
+    arr = arr.astype(np.int64)
+    pairs = arr[:-1] * (high + 1) + arr[1:]
     _, pair_counts = np.unique(pairs, return_counts=True)
     _, first_counts = np.unique(arr[:-1], return_counts=True)
     n = arr.size - 1
@@ -197,5 +241,5 @@ def tokens_on_disk(num_tokens: float, dtype: str | np.dtype = "uint16") -> float
     return num_tokens * dt.itemsize
 
 
-__all__ = ["TOKEN_DTYPE", "write_tokens", "load_tokens", "get_batch", "markov_tokens", "bigram_entropy",
+__all__ = ["TOKEN_DTYPE", "DeviceUnavailable", "write_tokens", "load_tokens", "get_batch", "markov_tokens", "bigram_entropy",
            "tokens_on_disk"]

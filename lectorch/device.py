@@ -224,21 +224,80 @@ def allocator_bytes(nbytes: int, *, block: int = CUDA_BLOCK_BYTES) -> int:
     return -(-nbytes // block) * block
 
 
+#: Environment variables that configure the CUDA caching allocator (the second is torch ≥ 2.9's name).
+ALLOC_CONF_ENVS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def allocator_settings() -> str | None:
+    """The allocator configuration set in the environment (``NAME=value; …``), or None for the default.
+
+    Exact ``memory_allocated`` figures assume the default caching allocator: ``backend:cudaMallocAsync``
+    counts requested bytes without the 512-byte rounding, ``roundup_power2_divisions`` rounds sizes
+    that are not powers of two further, and ``max_split_size_mb``/``expandable_segments`` change which
+    cached block serves a request. Such settings are read when CUDA starts, so unset them before.
+
+    >>> import os
+    >>> allocator_settings() is None or any(os.environ.get(n) for n in ALLOC_CONF_ENVS)
+    True
+    """
+    found = [f"{name}={os.environ[name]}" for name in ALLOC_CONF_ENVS if os.environ.get(name)]
+    return "; ".join(found) or None
+
+
+def exact_allocator_readings() -> bool:
+    """Whether exact allocator deltas (512-byte blocks, no oversized cached block) can be expected:
+    True with the default allocator, False when :func:`allocator_settings` finds a configuration.
+
+    >>> exact_allocator_readings() == (allocator_settings() is None)
+    True
+    """
+    return allocator_settings() is None
+
+
+def warm_up_cublas(device: str | torch.device) -> None:
+    """Run one tiny matmul and one linear layer in float32 and bfloat16 on ``device`` and wait.
+
+    The first matmul on a CUDA stream creates cuBLAS/cuBLASLt handles and allocates their workspaces
+    (tens of MiB on recent GPUs) through the caching allocator; a memory reading around that first
+    call would count them. Call this before the reading (``track_allocated`` does). On a CPU it is a
+    harmless no-op in effect.
+
+    >>> warm_up_cublas("cpu")
+    """
+    dev = check_device(device)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.ones(16, 16, device=dev, dtype=dtype)
+        _ = x @ x
+        _ = torch.nn.functional.linear(x, x, x[0])
+    synchronize(dev)
+
+
 @dataclass
 class AllocatedReading:
     """What :func:`track_allocated` measured, in bytes, relative to the start of the ``with`` block.
 
     ``delta_bytes``: how much more ``memory_allocated`` reports at the end than at the start.
     ``peak_bytes``: the highest it went above the start (``max_memory_allocated`` − start).
+    ``allocator_settings``: a non-default allocator configuration in force (figures may then differ
+    from the exact block arithmetic), or None.
     """
 
     device: str
     start_bytes: int = 0
     delta_bytes: int = 0
     peak_bytes: int = 0
+    allocator_settings: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        """True when the default allocator made this reading (its block arithmetic then holds)."""
+        return self.allocator_settings is None
 
     def __str__(self) -> str:
-        return f"{self.device}: memory_allocated +{self.delta_bytes} bytes, peak +{self.peak_bytes} bytes"
+        text = f"{self.device}: memory_allocated +{self.delta_bytes} bytes, peak +{self.peak_bytes} bytes"
+        if self.allocator_settings:
+            text += f" (with {self.allocator_settings}: not the default allocator)"
+        return text
 
 
 class track_allocated:  # noqa: N801 (used like a function: ``with track_allocated(device) as m:``)
@@ -248,23 +307,38 @@ class track_allocated:  # noqa: N801 (used like a function: ``with track_allocat
     ``max_memory_allocated`` for the peak. Only a CUDA GPU has these counters: any other device
     raises a ``ValueError`` (check ``device.type == "cuda"`` first).
 
+    ``warm_up=True`` first runs :func:`warm_up_cublas`, so a first matmul inside the block does not
+    add cuBLAS's workspaces to the reading. With ``require_default_allocator=True`` a configured
+    allocator (``PYTORCH_CUDA_ALLOC_CONF``) raises a ``ValueError`` that says what to unset; without
+    it the reading records the configuration (``reading.exact`` is then False).
+
     >>> track_allocated("cpu")
     Traceback (most recent call last):
     ...
     ValueError: device='cpu': memory_allocated readings need a CUDA GPU; on a CPU compute the bytes with lectorch.memory.tensor_bytes
     """
 
-    def __init__(self, device: str | torch.device) -> None:
+    def __init__(self, device: str | torch.device, *, warm_up: bool = True,
+                 require_default_allocator: bool = False) -> None:
         dev = check_device(device)
         if dev.type != "cuda":
             raise ValueError(
                 f"device={str(dev)!r}: memory_allocated readings need a CUDA GPU; "
                 "on a CPU compute the bytes with lectorch.memory.tensor_bytes"
             )
+        settings = allocator_settings()
+        if settings and require_default_allocator:
+            raise ValueError(
+                f"{settings} is set: exact allocator readings assume PyTorch's default caching allocator; "
+                "unset it and restart the Python process (the allocator reads it when CUDA starts)"
+            )
         self.device = dev
-        self.reading = AllocatedReading(device=str(dev))
+        self.warm_up = bool(warm_up)
+        self.reading = AllocatedReading(device=str(dev), allocator_settings=settings)
 
     def __enter__(self) -> AllocatedReading:
+        if self.warm_up:
+            warm_up_cublas(self.device)
         torch.cuda.synchronize(self.device)
         torch.cuda.reset_peak_memory_stats(self.device)
         self.reading.start_bytes = torch.cuda.memory_allocated(self.device)
@@ -275,3 +349,34 @@ class track_allocated:  # noqa: N801 (used like a function: ``with track_allocat
         start = self.reading.start_bytes
         self.reading.delta_bytes = torch.cuda.memory_allocated(self.device) - start
         self.reading.peak_bytes = torch.cuda.max_memory_allocated(self.device) - start
+
+
+#: Set this environment variable to 1 and a run without a usable CUDA GPU fails instead of falling
+#: back to the CPU (the GPU CI job and ``make gpu-check`` set it).
+REQUIRE_GPU_ENV = "LECTORCH_REQUIRE_GPU"
+
+
+def cuda_problem() -> str | None:
+    """Why torch cannot use a CUDA GPU here (None when it can): a CPU build, or no device visible.
+
+    >>> cuda_problem() is None or "CUDA" in cuda_problem()
+    True
+    """
+    if torch.cuda.is_available():
+        return None
+    if torch.version.cuda is None:
+        return (f"torch {torch.__version__} is a CPU build (torch.version.cuda is None): install the CUDA lock "
+                "(make install ACCEL=cuda) or use the machine's own CUDA torch (SYSTEM_TORCH=1)")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    hint = f"CUDA_VISIBLE_DEVICES={visible!r} hides them; " if visible is not None else ""
+    return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device: {hint}check nvidia-smi "
+            "and that the driver is new enough for this CUDA version")
+
+
+def gpu_required() -> bool:
+    """Whether ``LECTORCH_REQUIRE_GPU`` asks for a CUDA GPU (any value but empty or 0).
+
+    >>> isinstance(gpu_required(), bool)
+    True
+    """
+    return os.environ.get(REQUIRE_GPU_ENV, "").strip() not in ("", "0")

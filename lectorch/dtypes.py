@@ -23,105 +23,11 @@ from typing import Any
 
 import torch
 
-#: Short names accepted wherever a dtype is expected (besides torch.dtype objects).
-DTYPE_ALIASES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "fp64": torch.float64,
-    "double": torch.float64,
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float8_e4m3fn": torch.float8_e4m3fn,
-    "fp8_e4m3": torch.float8_e4m3fn,
-    "e4m3": torch.float8_e4m3fn,
-    "float8_e5m2": torch.float8_e5m2,
-    "fp8_e5m2": torch.float8_e5m2,
-    "e5m2": torch.float8_e5m2,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-}
-
-
-def as_dtype(value: torch.dtype | str, *, name: str = "dtype") -> torch.dtype:
-    """Turn a torch dtype or one of :data:`DTYPE_ALIASES` into a ``torch.dtype``.
-
-    >>> as_dtype(torch.float16)
-    torch.float16
-    >>> as_dtype("float32")
-    torch.float32
-    """
-    if isinstance(value, torch.dtype):
-        return value
-    if isinstance(value, str):
-        key = value.strip().lower().removeprefix("torch.")
-        if key in DTYPE_ALIASES:
-            return DTYPE_ALIASES[key]
-        close = difflib.get_close_matches(key, DTYPE_ALIASES, n=3)
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(
-            f"{name}={value!r} is not a dtype lectorch knows.{hint} "
-            f"Known names: {', '.join(sorted(DTYPE_ALIASES))}."
-        )
-    raise TypeError(f"{name} must be a torch.dtype or a string such as 'bf16', got {type(value).__name__}")
-
-
-def bytes_per_element(dtype: torch.dtype | str) -> int:
-    """Bytes one element of ``dtype`` occupies.
-
-    >>> bytes_per_element(torch.float32)
-    4
-    """
-    return as_dtype(dtype).itemsize
-
-
-# --------------------------------------------------------------------------------------------------
-# Bit layouts of the float formats
-# --------------------------------------------------------------------------------------------------
-
-#: The float dtypes whose bit layout lectorch knows, widest first.
-FLOAT_DTYPES: tuple[torch.dtype, ...] = (
-    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2,
-)
-
-# (exponent bits, mantissa bits, has an infinity) of each format; the sign is always 1 bit.
-_LAYOUTS: dict[torch.dtype, tuple[int, int, bool]] = {
-    torch.float64: (11, 52, True),
-    torch.float32: (8, 23, True),
-    torch.float16: (5, 10, True),
-    torch.bfloat16: (8, 7, True),
-    torch.float8_e4m3fn: (4, 3, False),  # "fn": finite only; exponent 1111 holds normal numbers, S.1111.111 is NaN
-    torch.float8_e5m2: (5, 2, True),
-}
-_SHORT_NAMES = {
-    torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
-    torch.float8_e4m3fn: "fp8_e4m3", torch.float8_e5m2: "fp8_e5m2",
-}
-# Integer dtypes of the same width: a float tensor viewed as one of these shows its raw bits.
-_INT_VIEWS = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
-_KINDS = ("zero", "subnormal", "normal", "inf", "nan")
-
-
-def short_name(dtype: torch.dtype | str) -> str:
-    """The course's short name of a float dtype (the keys of ``lectorch.plots.COLORS``).
-
-    >>> short_name(torch.float8_e4m3fn)
-    'fp8_e4m3'
-    """
-    return float_format(dtype).name
-
-
 @dataclass(frozen=True)
 class FloatFormat:
-    """The bit layout of a float dtype and the numbers it implies (derived from the layout alone).
+    """One float format of the registry :data:`FORMATS`: its dtype, names, bit layout, the key of
+    its peak FLOP/s on datasheets and its colour in figures. The numbers (bias, max, eps, ...)
+    follow from the layout alone.
 
     >>> fmt = float_format("fp16")
     >>> fmt.exponent_bits, fmt.mantissa_bits, fmt.bias, fmt.max
@@ -132,10 +38,11 @@ class FloatFormat:
     exponent_bits: int
     mantissa_bits: int
     has_inf: bool
-
-    @property
-    def name(self) -> str:
-        return _SHORT_NAMES[self.dtype]
+    name: str = ""  #: the course's short name, e.g. "bf16"
+    aliases: tuple[str, ...] = ()  #: other names accepted for it (torch's own name always is)
+    flops_key: str = ""  #: key of :data:`lectorch.hardware.PRECISIONS` for its peak FLOP/s
+    color: str = "#555555"  #: its colour in every figure (:data:`lectorch.plots.COLORS`)
+    trainable: bool = False  #: a CPU can run a training step in it (:data:`lectorch.step_memory.STEP_DTYPES`)
 
     @property
     def bits(self) -> int:
@@ -180,6 +87,110 @@ class FloatFormat:
         return f"1/{self.exponent_bits}/{self.mantissa_bits}"
 
 
+#: The float formats lectorch knows, widest first: the one table every dtype list derives from
+#: (:data:`DTYPE_ALIASES`, :data:`FLOAT_DTYPES`, ``hardware.flops_key``, ``plots.COLORS``,
+#: ``step_memory.STEP_DTYPES``, the widgets' menus). A new format is one more row here.
+FORMATS: tuple[FloatFormat, ...] = (
+    FloatFormat(torch.float64, 11, 52, True, "fp64", ("double",), "fp64", "#6a3d9a", trainable=True),
+    FloatFormat(torch.float32, 8, 23, True, "fp32", ("float",), "fp32", "#1f78b4", trainable=True),
+    FloatFormat(torch.float16, 5, 10, True, "fp16", ("half",), "fp16", "#b2df8a", trainable=True),
+    FloatFormat(torch.bfloat16, 8, 7, True, "bf16", (), "bf16", "#33a02c", trainable=True),
+    # "fn": finite only; exponent 1111 holds normal numbers, S.1111.111 is NaN
+    FloatFormat(torch.float8_e4m3fn, 4, 3, False, "fp8_e4m3", ("e4m3",), "fp8", "#e31a1c"),
+    FloatFormat(torch.float8_e5m2, 5, 2, True, "fp8_e5m2", ("e5m2",), "fp8", "#fb9a99"),
+)
+
+#: Names of the integer dtypes (they have no float layout) and the peak-table key of int8.
+_INTEGER_DTYPES: dict[str, torch.dtype] = {
+    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+    "uint8": torch.uint8, "bool": torch.bool,
+}
+_INTEGER_FLOPS_KEYS = {torch.int8: "int8"}
+#: Matmul modes that are not storage formats: the name and the dtype their tensors are stored in.
+#: "tf32" is float32 storage multiplied on tensor cores with a 10-bit mantissa (CUDA only).
+MATMUL_MODES: dict[str, torch.dtype] = {"tf32": torch.float32, "tensorfloat32": torch.float32}
+
+_BY_DTYPE: dict[torch.dtype, FloatFormat] = {f.dtype: f for f in FORMATS}
+
+#: The float dtypes whose bit layout lectorch knows, widest first.
+FLOAT_DTYPES: tuple[torch.dtype, ...] = tuple(f.dtype for f in FORMATS)
+
+#: Short names accepted wherever a dtype is expected (besides torch.dtype objects).
+DTYPE_ALIASES: dict[str, torch.dtype] = {
+    **{alias: f.dtype for f in FORMATS for alias in (str(f.dtype).removeprefix("torch."), f.name, *f.aliases)},
+    **_INTEGER_DTYPES,
+}
+
+#: The key of the datasheet peak tables of each dtype that has one.
+FLOPS_KEYS: dict[torch.dtype, str] = {**{f.dtype: f.flops_key for f in FORMATS}, **_INTEGER_FLOPS_KEYS}
+
+
+def as_dtype(value: torch.dtype | str, *, name: str = "dtype") -> torch.dtype:
+    """Turn a torch dtype or one of :data:`DTYPE_ALIASES` into a ``torch.dtype``.
+
+    >>> as_dtype(torch.float16)
+    torch.float16
+    >>> as_dtype("float32")
+    torch.float32
+    """
+    if isinstance(value, torch.dtype):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower().removeprefix("torch.")
+        if key in DTYPE_ALIASES:
+            return DTYPE_ALIASES[key]
+        close = difflib.get_close_matches(key, DTYPE_ALIASES, n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(
+            f"{name}={value!r} is not a dtype lectorch knows.{hint} "
+            f"Known names: {', '.join(sorted(DTYPE_ALIASES))}."
+        )
+    raise TypeError(f"{name} must be a torch.dtype or a string such as 'bf16', got {type(value).__name__}")
+
+
+def bytes_per_element(dtype: torch.dtype | str) -> int:
+    """Bytes one element of ``dtype`` occupies.
+
+    >>> bytes_per_element(torch.float32)
+    4
+    """
+    return as_dtype(dtype).itemsize
+
+
+# --------------------------------------------------------------------------------------------------
+# Bit layouts of the float formats
+# --------------------------------------------------------------------------------------------------
+
+# Integer dtypes of the same width: a float tensor viewed as one of these shows its raw bits.
+_INT_VIEWS = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
+_KINDS = ("zero", "subnormal", "normal", "inf", "nan")
+
+
+def short_name(dtype: torch.dtype | str) -> str:
+    """The course's short name of a float dtype (the keys of ``lectorch.plots.COLORS``).
+
+    >>> short_name(torch.float8_e4m3fn)
+    'fp8_e4m3'
+    """
+    return float_format(dtype).name
+
+
+def storage_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """The dtype tensors are stored in for a dtype, a name, or a peak-table key ("fp8", "tf32").
+
+    >>> storage_dtype("tf32"), storage_dtype("fp8"), storage_dtype("bf16")
+    (torch.float32, torch.float8_e4m3fn, torch.bfloat16)
+    """
+    if isinstance(dtype, str):
+        key = dtype.strip().lower()
+        if key in MATMUL_MODES:
+            return MATMUL_MODES[key]
+        by_key = [f.dtype for f in FORMATS if f.flops_key == key and f.name != key]
+        if by_key and key not in DTYPE_ALIASES:
+            return by_key[0]
+    return as_dtype(dtype)
+
+
 def float_format(dtype: torch.dtype | str) -> FloatFormat:
     """The bit layout of a float dtype; a clear error for integer or unknown dtypes.
 
@@ -187,15 +198,15 @@ def float_format(dtype: torch.dtype | str) -> FloatFormat:
     ('1/8/7', 57344.0)
     """
     dt = as_dtype(dtype, name="dtype")
-    if dt not in _LAYOUTS:
+    if dt not in _BY_DTYPE:
         if not dt.is_floating_point:
             raise TypeError(
                 f"dtype must be a floating-point dtype such as 'bf16', got {dt}: "
                 "integers and bools have no sign/exponent/mantissa layout"
             )
-        known = ", ".join(_SHORT_NAMES[d] for d in FLOAT_DTYPES)
+        known = ", ".join(f.name for f in FORMATS)
         raise ValueError(f"dtype={dt}: lectorch knows the bit layout of {known} only")
-    return FloatFormat(dt, *_LAYOUTS[dt])
+    return _BY_DTYPE[dt]
 
 
 # --------------------------------------------------------------------------------------------------

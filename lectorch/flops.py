@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
+import torch  # noqa: F401 - the doctests use it
 from torch.utils.flop_counter import FlopCounterMode
 
 from lectorch import _validate
@@ -91,10 +91,12 @@ def matmul_to_elementwise_ratio(batch: int, in_features: int, out_features: int,
 def format_flops(value: float, *, per_s: bool = False) -> str:
     """A FLOP count (or, with ``per_s=True``, a rate) with an SI prefix, keeping "FLOPs" and "FLOP/s" apart.
 
-    >>> format_flops(3.15e23), format_flops(989.5e12, per_s=True)
-    ('315 ZFLOPs', '989.5 TFLOP/s')
+    The one formatter of FLOPs in lectorch (widgets and chapters use it): 4 significant digits.
+
+    >>> format_flops(3.15e23), format_flops(989.5e12, per_s=True), format_flops(0)
+    ('315 ZFLOPs', '989.5 TFLOP/s', '0 FLOPs')
     """
-    value = _validate.positive_number("value", value)
+    value = _validate.non_negative_number("value", value)
     unit = "FLOP/s" if per_s else "FLOPs"
     for prefix, scale in (("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= scale:

@@ -1,4 +1,5 @@
-"""Datasheet figures of common GPUs: peak FLOP/s per dtype (dense and 2:4 sparse), memory, bandwidth.
+"""Datasheet figures of common GPUs: peak FLOP/s per dtype (dense and 2:4 sparse), memory, bandwidth,
+and the NVLink bandwidth between the GPUs of one server.
 
 Vendors quote tensor-core peaks *with* 2:4 structured sparsity, which ordinary training does not
 use; the dense peak is half of it. MFU is measured against the dense peak.
@@ -13,6 +14,7 @@ use; the dense peak is half of it. MFU is measured against the dense peak.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 
 import torch
@@ -35,6 +37,31 @@ class GPUSpec:
     sparse: dict[str, float] = field(default_factory=dict)
     source: str = ""
     notes: str = ""
+    #: On-chip figures (None where lectorch does not list them): streaming multiprocessors, L2 cache,
+    #: and per SM the register file and the combined L1 cache / shared memory, with their source.
+    sms: int | None = None
+    l2_cache_bytes: int | None = None
+    registers_per_sm_bytes: int | None = None
+    l1_shared_per_sm_bytes: int | None = None
+    chip_source: str = ""
+    #: GPU-to-GPU NVLink bandwidth of one GPU, both directions together (as datasheets quote it), on
+    #: boards whose GPUs are joined by NVLink (SXM boards, NVSwitch); None for PCIe cards (an optional
+    #: NVLink bridge joins only two or four of them) and cards without NVLink. With its source.
+    nvlink_bytes_per_s: float | None = None
+    nvlink_source: str = ""
+
+    @property
+    def nvlink_per_direction_bytes_per_s(self) -> float | None:
+        """NVLink bandwidth each way: half the datasheet's both-directions figure (None without NVLink).
+
+        What one GPU's sends can use, e.g. in an all-reduce (chapter 10).
+
+        >>> get_gpu("H100 SXM").nvlink_per_direction_bytes_per_s / 1e9
+        450.0
+        >>> get_gpu("L4").nvlink_per_direction_bytes_per_s is None
+        True
+        """
+        return None if self.nvlink_bytes_per_s is None else self.nvlink_bytes_per_s / 2
 
     def peak_flops(self, dtype: str | torch.dtype, *, sparse: bool = False) -> float:
         """Peak FLOP/s of this GPU for ``dtype`` (dense unless ``sparse=True``).
@@ -65,30 +92,22 @@ def flops_key(dtype: str | torch.dtype) -> str:
     >>> flops_key(torch.bfloat16), flops_key("tf32"), flops_key(torch.float8_e4m3fn)
     ('bf16', 'tf32', 'fp8')
     """
-    if isinstance(dtype, torch.dtype):
-        mapping = {
-            torch.float64: "fp64",
-            torch.float32: "fp32",
-            torch.bfloat16: "bf16",
-            torch.float16: "fp16",
-            torch.float8_e4m3fn: "fp8",
-            torch.float8_e5m2: "fp8",
-            torch.int8: "int8",
-        }
-        if dtype not in mapping:
-            raise ValueError(f"dtype={dtype} has no peak-FLOP/s entry; use one of {', '.join(PRECISIONS)}")
-        return mapping[dtype]
+    from lectorch.dtypes import FLOPS_KEYS, MATMUL_MODES, as_dtype  # the float-format registry
+
     if isinstance(dtype, str):
         key = dtype.strip().lower().removeprefix("torch.")
-        aliases = {
-            "float64": "fp64", "float32": "fp32", "bfloat16": "bf16", "float16": "fp16",
-            "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8",
-            "tensorfloat32": "tf32",
-        }
-        key = aliases.get(key, key)
-        if key not in PRECISIONS:
-            raise ValueError(f"dtype={dtype!r} is not a precision with datasheet peaks; use one of {', '.join(PRECISIONS)}")
-        return key
+        if key in PRECISIONS:
+            return key
+        if key in MATMUL_MODES:
+            return "tf32"
+        try:
+            dtype = as_dtype(key)
+        except ValueError:
+            raise ValueError(f"dtype={dtype!r} is not a precision with datasheet peaks; use one of {', '.join(PRECISIONS)}") from None
+    if isinstance(dtype, torch.dtype):
+        if dtype not in FLOPS_KEYS:
+            raise ValueError(f"dtype={dtype} has no peak-FLOP/s entry; use one of {', '.join(PRECISIONS)}")
+        return FLOPS_KEYS[dtype]
     raise TypeError(f"dtype must be a torch.dtype or a string such as 'bf16', got {type(dtype).__name__}")
 
 
@@ -96,6 +115,7 @@ def _sparse_of(dense: dict[str, float], keys=("tf32", "bf16", "fp16", "fp8", "in
     return {k: 2 * v for k, v in dense.items() if k in keys}
 
 
+_A100_NVLINK = "NVIDIA A100 Tensor Core GPU datasheet, SXM columns: NVIDIA NVLink 600 GB/s (third generation)"
 _H100_SXM_DENSE = {"fp64": 67 * T, "fp32": 67 * T, "tf32": 494.5 * T, "bf16": 989.5 * T, "fp16": 989.5 * T, "fp8": 1979 * T, "int8": 1979 * T}
 
 GPUS: dict[str, GPUSpec] = {
@@ -107,32 +127,48 @@ GPUS: dict[str, GPUSpec] = {
             dense={"fp64": 19.5 * T, "fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T},
             source="NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100)",
             notes="fp64 is the tensor-core figure; plain fp64 is 9.7 TFLOP/s. No fp8.",
+            nvlink_bytes_per_s=600e9, nvlink_source=_A100_NVLINK,
         ),
         GPUSpec(
             name="H100 SXM", architecture="Hopper", memory_bytes=80e9, memory_type="HBM3",
             bandwidth_bytes_per_s=3.35e12, dense=_H100_SXM_DENSE,
             source="NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
-            notes="The datasheet's 1979 TFLOP/s bf16 assumes 2:4 sparsity; dense is half.",
+            notes="The datasheet's 1979 TFLOP/s bf16 assumes 2:4 sparsity; dense is half. "
+                  "fp64 is the tensor-core figure; plain fp64 is 34 TFLOP/s.",
+            sms=132, l2_cache_bytes=50 * 2**20, registers_per_sm_bytes=256 * 2**10,
+            l1_shared_per_sm_bytes=256 * 2**10,
+            chip_source="NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs on the "
+                        "SXM5 board, 50 MB L2, 256 KB register file and 256 KB L1/shared memory per SM",
+            nvlink_bytes_per_s=900e9,
+            nvlink_source="NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column: NVIDIA NVLink 900 GB/s "
+                          "(fourth generation, 18 links)",
         ),
         GPUSpec(
             name="H100 PCIe", architecture="Hopper", memory_bytes=80e9, memory_type="HBM2e",
             bandwidth_bytes_per_s=2.0e12,
             dense={"fp64": 51 * T, "fp32": 51 * T, "tf32": 378 * T, "bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513 * T, "int8": 1513 * T},
             source="NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
-            notes="Lower clocks and power (350 W) than the SXM part.",
+            notes="Lower clocks and power (350 W) than the SXM part. "
+                  "fp64 is the tensor-core figure; plain fp64 is 26 TFLOP/s.",
         ),
         GPUSpec(
             name="H200 SXM", architecture="Hopper", memory_bytes=141e9, memory_type="HBM3e",
             bandwidth_bytes_per_s=4.8e12, dense=dict(_H100_SXM_DENSE),
             source="NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200)",
-            notes="Same compute as the H100 SXM; more and faster memory.",
+            notes="Same compute as the H100 SXM; more and faster memory. "
+                  "fp64 is the tensor-core figure; plain fp64 is 34 TFLOP/s.",
+            nvlink_bytes_per_s=900e9,
+            nvlink_source="NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: NVIDIA NVLink 900 GB/s",
         ),
         GPUSpec(
             name="B200", architecture="Blackwell", memory_bytes=180e9, memory_type="HBM3e",
             bandwidth_bytes_per_s=8e12,
-            dense={"fp64": 37 * T, "fp32": 75 * T, "tf32": 1100 * T, "bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T, "int8": 4500 * T},
+            dense={"fp64": 37 * T, "fp32": 75 * T, "tf32": 1125 * T, "bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T, "int8": 4500 * T},
             source="NVIDIA HGX B200 specifications (nvidia.com/en-us/data-center/hgx), 8-GPU figures divided by 8",
             notes="Per GPU of an HGX B200 board; fp4 (not listed) doubles fp8 again.",
+            nvlink_bytes_per_s=1.8e12,
+            nvlink_source="NVIDIA HGX B200 specifications: fifth-generation NVLink, 1.8 TB/s per GPU "
+                          "(14.4 TB/s for the 8 GPUs)",
         ),
         GPUSpec(
             name="L4", architecture="Ada Lovelace", memory_bytes=24e9, memory_type="GDDR6",
@@ -158,9 +194,98 @@ GPUS: dict[str, GPUSpec] = {
         ),
     ]
 }
-for _spec in GPUS.values():
+_A100_DENSE = {"fp64": 19.5 * T, "fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T}
+_NVL_DENSE = {"fp64": 60 * T, "fp32": 60 * T, "tf32": 417.5 * T, "bf16": 835.5 * T, "fp16": 835.5 * T, "fp8": 1670.5 * T, "int8": 1670.5 * T}
+_A100_SOURCE = "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100)"
+_A100_NOTES = "Same compute as every A100; fp64 is the tensor-core figure (plain fp64 is 9.7 TFLOP/s)."
+_GH200_SOURCE = "NVIDIA GH200 Grace Hopper Superchip datasheet (nvidia.com/en-us/data-center/grace-hopper-superchip)"
+
+#: Board variants a cloud machine may have: same chip as a row of ``GPUS``, other memory, clocks
+#: or power. Looked up by :func:`get_gpu` and :func:`gpu_from_driver_name` like the main rows.
+VARIANTS: dict[str, GPUSpec] = {
+    spec.name: spec
+    for spec in [
+        GPUSpec(
+            name="A100 SXM 40GB", architecture="Ampere", memory_bytes=40e9, memory_type="HBM2",
+            bandwidth_bytes_per_s=1555e9, dense=dict(_A100_DENSE), source=_A100_SOURCE, notes=_A100_NOTES,
+            nvlink_bytes_per_s=600e9, nvlink_source=_A100_NVLINK,
+        ),
+        GPUSpec(
+            name="A100 PCIe 40GB", architecture="Ampere", memory_bytes=40e9, memory_type="HBM2",
+            bandwidth_bytes_per_s=1555e9, dense=dict(_A100_DENSE), source=_A100_SOURCE,
+            notes=_A100_NOTES + " 250 W; sustains lower clocks than the SXM part.",
+        ),
+        GPUSpec(
+            name="A100 PCIe 80GB", architecture="Ampere", memory_bytes=80e9, memory_type="HBM2e",
+            bandwidth_bytes_per_s=1935e9, dense=dict(_A100_DENSE), source=_A100_SOURCE,
+            notes=_A100_NOTES + " 300 W; sustains lower clocks than the SXM part.",
+        ),
+        GPUSpec(
+            name="H100 NVL", architecture="Hopper", memory_bytes=94e9, memory_type="HBM3",
+            bandwidth_bytes_per_s=3.9e12, dense=dict(_NVL_DENSE),
+            source="NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (nvidia.com/en-us/data-center/h100)",
+            notes="PCIe card (350-400 W): the datasheet's 1671 TFLOP/s bf16 is 2:4 sparse, dense 835.5. "
+                  "fp64 is the tensor-core figure; plain fp64 is 30 TFLOP/s.",
+        ),
+        GPUSpec(
+            name="H200 NVL", architecture="Hopper", memory_bytes=141e9, memory_type="HBM3e",
+            bandwidth_bytes_per_s=4.8e12, dense=dict(_NVL_DENSE),
+            source="NVIDIA H200 Tensor Core GPU datasheet, H200 NVL column (nvidia.com/en-us/data-center/h200)",
+            notes="PCIe card (up to 600 W): the datasheet's 1671 TFLOP/s bf16 is 2:4 sparse, dense 835.5. "
+                  "fp64 is the tensor-core figure; plain fp64 is 30 TFLOP/s. Some drivers report it as "
+                  "plain 'NVIDIA H200', which lectorch reads as the SXM part.",
+        ),
+        GPUSpec(
+            name="GH200 96GB HBM3", architecture="Hopper", memory_bytes=96e9, memory_type="HBM3",
+            bandwidth_bytes_per_s=4.0e12, dense=dict(_H100_SXM_DENSE), source=_GH200_SOURCE,
+            notes="The Hopper GPU of a GH200 480GB superchip (96 GB HBM3 + 480 GB LPDDR5X of the Grace CPU); "
+                  "fp64 is the tensor-core figure.",
+        ),
+        GPUSpec(
+            name="GH200 144GB HBM3e", architecture="Hopper", memory_bytes=144e9, memory_type="HBM3e",
+            bandwidth_bytes_per_s=4.9e12, dense=dict(_H100_SXM_DENSE), source=_GH200_SOURCE,
+            notes="The Hopper GPU of a GH200 superchip with 144 GB HBM3e; fp64 is the tensor-core figure.",
+        ),
+        GPUSpec(
+            name="RTX 4090 D", architecture="Ada Lovelace", memory_bytes=24e9, memory_type="GDDR6X",
+            bandwidth_bytes_per_s=1008e9,
+            dense={"fp32": 73.5 * T, "tf32": 73.5 * T, "bf16": 147.1 * T, "fp16": 147.1 * T, "fp8": 294.1 * T, "int8": 588.2 * T},
+            source="NVIDIA GeForce RTX 4090 D specifications (nvidia.cn: 14,592 CUDA cores, 2.52 GHz boost, "
+                   "1177 AI TOPS); tensor peaks are the RTX 4090's at 114 of its 128 SMs",
+            notes="The China-market 4090: 114 SMs instead of 128, same memory. bf16/fp16 with fp32 accumulation.",
+        ),
+    ]
+}
+#: Every row: the course's main table and the board variants.
+ALL_GPUS: dict[str, GPUSpec] = {**GPUS, **VARIANTS}
+for _spec in ALL_GPUS.values():
     if not _spec.sparse and _spec.name != "T4":
         object.__setattr__(_spec, "sparse", _sparse_of(_spec.dense))
+
+#: Names the NVIDIA driver reports (``torch.cuda.get_device_name``, ``nvidia-smi``), matched exactly
+#: (case and spacing aside): a name not listed is unknown, never mapped to a near miss.
+DRIVER_NAMES: dict[str, str] = {
+    "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB",
+    "NVIDIA A100-SXM4-40GB": "A100 SXM 40GB",
+    "NVIDIA A100-PCIE-40GB": "A100 PCIe 40GB",
+    "NVIDIA A100 80GB PCIe": "A100 PCIe 80GB",
+    "NVIDIA H100 80GB HBM3": "H100 SXM",
+    "NVIDIA H100 PCIe": "H100 PCIe",
+    "NVIDIA H100 NVL": "H100 NVL",
+    "NVIDIA H200": "H200 SXM",
+    "NVIDIA H200 NVL": "H200 NVL",
+    "NVIDIA GH200 480GB": "GH200 96GB HBM3",
+    "NVIDIA GH200 144G HBM3e": "GH200 144GB HBM3e",
+    "NVIDIA B200": "B200",
+    "NVIDIA L4": "L4",
+    "Tesla T4": "T4",
+    "NVIDIA GeForce RTX 4090": "RTX 4090",
+    "NVIDIA GeForce RTX 4090 D": "RTX 4090 D",
+}
+
+#: Set this environment variable to a spec name (e.g. ``LECTORCH_GPU="H200 NVL"``) when the driver
+#: reports a name lectorch does not know, or one shared by two boards.
+GPU_ENV = "LECTORCH_GPU"
 
 _ALIASES = {
     "a100": "A100 SXM 80GB", "a100 sxm": "A100 SXM 80GB", "a100-sxm4-80gb": "A100 SXM 80GB",
@@ -181,18 +306,20 @@ def get_gpu(name: str) -> GPUSpec:
     if not isinstance(name, str):
         raise TypeError(f"name must be a GPU name such as 'H100 SXM', got {type(name).__name__}")
     key = name.strip().lower().removeprefix("nvidia ").strip()
-    for spec_name in GPUS:
+    for spec_name in ALL_GPUS:
         if key == spec_name.lower():
-            return GPUS[spec_name]
+            return ALL_GPUS[spec_name]
     if key in _ALIASES:
-        return GPUS[_ALIASES[key]]
-    close = difflib.get_close_matches(key, [n.lower() for n in GPUS] + list(_ALIASES), n=3, cutoff=0.5)
+        return ALL_GPUS[_ALIASES[key]]
+    close = difflib.get_close_matches(key, [n.lower() for n in ALL_GPUS] + list(_ALIASES), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-    raise ValueError(f"GPU {name!r} is not in lectorch's spec table.{hint} Known: {', '.join(GPUS)}.")
+    raise ValueError(f"GPU {name!r} is not in lectorch's spec table.{hint} Known: {', '.join(ALL_GPUS)}.")
 
 
 def gpu_for_device(device: str | torch.device) -> GPUSpec | None:
     """The spec of a CUDA device, matched by the name the driver reports (None if unknown or CPU).
+
+    ``$LECTORCH_GPU`` (a spec name) overrides the match, for a board the driver does not name.
 
     >>> gpu_for_device("cpu") is None
     True
@@ -200,43 +327,55 @@ def gpu_for_device(device: str | torch.device) -> GPUSpec | None:
     dev = torch.device(device) if isinstance(device, str) else device
     if dev.type != "cuda" or not torch.cuda.is_available():
         return None
+    override = os.environ.get(GPU_ENV)
+    if override:
+        return get_gpu(override)
     return gpu_from_driver_name(torch.cuda.get_device_name(dev))
 
 
-def gpu_from_driver_name(driver_name: str) -> GPUSpec | None:
-    """Match a driver name such as 'NVIDIA H100 80GB HBM3' to a spec.
+def _normal(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+_BY_DRIVER_NAME = {_normal(k): v for k, v in DRIVER_NAMES.items()}
+
+
+def gpu_from_driver_name(driver_name: str, *, strict: bool = False) -> GPUSpec | None:
+    """The spec row of a driver-reported name such as 'NVIDIA H100 80GB HBM3', matched exactly.
+
+    An unknown name gives None (``strict=True``: a ``ValueError`` that says what to do), never the
+    row of a similar-sounding board: an H100 NVL is not an H100 SXM.
 
     >>> gpu_from_driver_name("NVIDIA H100 80GB HBM3").name
     'H100 SXM'
-    >>> gpu_from_driver_name("NVIDIA A100-SXM4-80GB").name
-    'A100 SXM 80GB'
+    >>> gpu_from_driver_name("NVIDIA H100 NVL").name, gpu_from_driver_name("NVIDIA A100-PCIE-40GB").name
+    ('H100 NVL', 'A100 PCIe 40GB')
+    >>> gpu_from_driver_name("NVIDIA H100 94GB HBM2e") is None
+    True
     """
-    n = driver_name.lower()
-    if "h200" in n:
-        return GPUS["H200 SXM"]
-    if "h100" in n:
-        return GPUS["H100 PCIe"] if "pcie" in n else GPUS["H100 SXM"]
-    if "a100" in n:
-        return GPUS["A100 SXM 80GB"]
-    if "b200" in n:
-        return GPUS["B200"]
-    if "4090" in n:
-        return GPUS["RTX 4090"]
-    if "t4" in n.split() or "tesla t4" in n:
-        return GPUS["T4"]
-    if n.endswith(" l4") or n == "l4":
-        return GPUS["L4"]
+    if not isinstance(driver_name, str):
+        raise TypeError(f"driver_name must be a str such as 'NVIDIA H100 80GB HBM3', got {type(driver_name).__name__}")
+    row = _BY_DRIVER_NAME.get(_normal(driver_name))
+    if row is not None:
+        return ALL_GPUS[row]
+    if strict:
+        raise ValueError(
+            f"driver name {driver_name!r} is not in lectorch.hardware.DRIVER_NAMES, so no datasheet peak is known "
+            f"for it; set {GPU_ENV} to one of {', '.join(ALL_GPUS)} if it is one of those boards, or add its "
+            "datasheet row"
+        )
     return None
 
 
-def spec_table() -> list[dict[str, object]]:
-    """The spec table as rows (TFLOP/s, GB, TB/s), for display or a DataFrame.
+def spec_table(*, variants: bool = False) -> list[dict[str, object]]:
+    """The spec table as rows (TFLOP/s, GB, TB/s), for display or a DataFrame; ``variants=True``
+    adds the board variants (:data:`VARIANTS`).
 
-    >>> spec_table()[0]["GPU"]
-    'A100 SXM 80GB'
+    >>> spec_table()[0]["GPU"], len(spec_table(variants=True)) - len(spec_table())
+    ('A100 SXM 80GB', 8)
     """
     rows = []
-    for spec in GPUS.values():
+    for spec in (ALL_GPUS if variants else GPUS).values():
         row: dict[str, object] = {"GPU": spec.name, "arch": spec.architecture}
         for key in PRECISIONS:
             dense = spec.dense.get(key)

@@ -20,6 +20,8 @@ import torch
 from torch import nn
 
 from lectorch import _validate
+from lectorch.dtypes import as_dtype
+from lectorch.memory import ensure_fits
 
 #: Initialisation schemes: the standard deviation of a (fan_in, fan_out) weight, as a formula.
 SCHEMES: dict[str, str] = {
@@ -77,6 +79,8 @@ def init_weight(fan_in: int, fan_out: int, scheme: str = "lecun", *, generator: 
     (64, 8)
     """
     std = init_std(scheme, fan_in, fan_out)
+    dtype = as_dtype(dtype)
+    ensure_fits(2 * fan_in * fan_out * dtype.itemsize, "cpu", what=f"a ({fan_in}, {fan_out}) {dtype} weight (fan_in × fan_out)")
     return torch.randn(fan_in, fan_out, generator=generator, dtype=dtype) * std
 
 
@@ -158,6 +162,8 @@ def _unit_layer_outputs(width: int, batch: int, num_outputs: int, seed: int) -> 
     batch = _validate.positive_int("batch", batch)
     num_outputs = _validate.positive_int("num_outputs", num_outputs)
     seed = _validate.non_negative_int("seed", seed)
+    ensure_fits(4 * (batch * width + width * num_outputs + batch * num_outputs), "cpu",
+                what=f"layer outputs of width={width} on batch={batch} inputs")
     x = torch.randn(batch, width, generator=torch.Generator().manual_seed(seed))
     z = torch.randn(width, num_outputs, generator=torch.Generator().manual_seed(seed + 1))
     return x @ z

@@ -71,6 +71,10 @@ class BytesPerParam:
     optimizer_state: float
     master_weights: float = 0.0
 
+    def __post_init__(self) -> None:
+        for name in ("weights", "gradients", "optimizer_state", "master_weights"):
+            _validate.non_negative_number(name, getattr(self, name))
+
     @property
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer_state + self.master_weights

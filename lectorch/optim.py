@@ -14,18 +14,19 @@ of each parameter, Adam and AdamW two (:data:`STATE_TENSORS`).
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import inspect
 import math
 import numbers
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
 from torch.optim import Optimizer
 
 from lectorch import _validate
+from lectorch.bench import cpu_threads
+from lectorch.memory import ensure_fits
 from lectorch.models import Cruncher
 
 Params = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
@@ -323,21 +324,11 @@ def regression_problem(dim: int = 16, batch: int = 64, *, seed: int = 0,
     """
     dim = _validate.positive_int("dim", dim)
     batch = _validate.positive_int("batch", batch)
+    ensure_fits(4 * batch * (dim + 1), "cpu", what=f"regression_problem(dim={dim}, batch={batch})")
     gen = torch.Generator().manual_seed(_validate.non_negative_int("seed", seed))
     x = torch.randn(batch, dim, generator=gen)
     w_true = torch.randn(dim, generator=gen) / math.sqrt(dim)
     return x.to(device), (x @ w_true).to(device)
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run tiny CPU work on one thread (thread hand-offs cost more than 16×16 matmuls), then restore."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def train_cruncher(optimizer: str | type[Optimizer] | Callable[..., Optimizer], *, steps: int = 20,
@@ -360,7 +351,7 @@ def train_cruncher(optimizer: str | type[Optimizer] | Callable[..., Optimizer], 
     model = Cruncher(dim, num_layers, generator=torch.Generator().manual_seed(seed + 1)).to(device)
     opt = factory(model.parameters(), **hyper)
     losses = []
-    with _one_thread():
+    with cpu_threads(1):  # tiny tensors: thread hand-offs cost more than 16×16 matmuls
         for _ in range(steps):
             loss = nn.functional.mse_loss(model(x), y)
             losses.append(loss.item())
@@ -478,7 +469,7 @@ def trajectory(name: str, loss_fn: Callable[[torch.Tensor], torch.Tensor], start
     opt = make_optimizer(name, [xy], **hyper)
     grad_fn = GRADIENTS.get(loss_fn)
     points = [xy.detach().clone()]
-    with _one_thread():
+    with cpu_threads(1):  # tiny tensors: thread hand-offs cost more than 16×16 matmuls
         for _ in range(steps):
             if grad_fn is None:
                 opt.zero_grad(set_to_none=True)

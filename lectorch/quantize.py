@@ -69,6 +69,10 @@ def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"q must be an int8 tensor, got {getattr(q, 'dtype', type(q).__name__)}")
     if not isinstance(scale, torch.Tensor) or not scale.is_floating_point():
         raise TypeError("scale must be a floating-point tensor")
+    if scale.numel() != 1 and scale.ndim != q.ndim:
+        raise ValueError(f"scale of shape {tuple(scale.shape)} has {scale.ndim} dims but q has {q.ndim}: keep the "
+                         "shape quantize_int8 returns ((rows, 1) or (1, cols)); a flattened scale would broadcast "
+                         "along the wrong axis")
     try:
         torch.broadcast_shapes(q.shape, scale.shape)
     except RuntimeError:

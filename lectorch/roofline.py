@@ -21,10 +21,11 @@ from typing import Any, Callable, Iterator
 import torch
 
 from lectorch import _validate
-from lectorch.bench import Timing, benchmark
+from lectorch.bench import Timing, benchmark, cpu_threads
 from lectorch.device import check_device, free_memory_bytes
-from lectorch.dtypes import as_dtype, bytes_per_element
+from lectorch.dtypes import storage_dtype
 from lectorch.flops import matmul_flops
+from lectorch.memory import ensure_fits
 from lectorch.hardware import GPUSpec, flops_key, get_gpu, gpu_for_device
 
 #: Precisions a plain ``a @ b`` can run in, and the dtype its tensors are stored in.
@@ -66,11 +67,7 @@ def element_bytes(dtype: str | torch.dtype) -> int:
     >>> element_bytes("bf16"), element_bytes("tf32"), element_bytes("fp8")
     (2, 4, 1)
     """
-    if isinstance(dtype, str) and dtype.strip().lower() in ("tf32", "tensorfloat32"):
-        return 4
-    if isinstance(dtype, str) and dtype.strip().lower() == "fp8":
-        return 1
-    return bytes_per_element(as_dtype(dtype))
+    return storage_dtype(dtype).itemsize  # from the float-format registry
 
 
 def matmul_bytes(m: int, k: int, n: int, dtype: str | torch.dtype, *, batch: int = 1) -> int:
@@ -168,57 +165,63 @@ class Roofline:
         return "compute" if intensity >= self.ridge_point else "memory"
 
 
+def _new_tf32_api() -> bool:
+    """Whether this torch has the ``fp32_precision`` switches (torch ≥ 2.9) beside the legacy flags."""
+    return hasattr(torch.backends.cuda.matmul, "fp32_precision")
+
+
+def tf32_enabled() -> bool:
+    """Whether float32 matmuls on CUDA may run on TF32 tensor cores now (read without raising).
+
+    Uses ``torch.backends.cuda.matmul.fp32_precision`` where torch has it; reading the legacy
+    ``allow_tf32`` flag raises once anyone has used the new API, so it is read only on old torch.
+    (``fp32_precision == "none"`` inherits the global ``torch.backends.fp32_precision``.)
+
+    >>> with tf32_matmuls(True):
+    ...     tf32_enabled()
+    True
+    """
+    if _new_tf32_api():
+        value = torch.backends.cuda.matmul.fp32_precision
+        if value == "none":
+            value = getattr(torch.backends, "fp32_precision", "none")
+        return value == "tf32"
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
 @contextlib.contextmanager
 def tf32_matmuls(enabled: bool) -> Iterator[None]:
     """Allow (or forbid) TF32 tensor cores for float32 matmuls on CUDA inside a ``with`` block.
 
-    Both ``torch.backends.cuda.matmul.allow_tf32`` and the float32 matmul precision are restored
-    afterwards, even on an error, so no global setting leaks out.
+    Sets ``torch.backends.cuda.matmul.fp32_precision`` to "tf32" or "ieee" (torch's current API) and
+    afterwards puts back exactly the value it had, even on an error; nothing else is touched, so
+    neither the global ``torch.backends.fp32_precision`` nor CPU (oneDNN) settings change. On a torch
+    without that API (before 2.9) the legacy ``allow_tf32`` flag is set and restored instead.
 
-    >>> before = torch.backends.cuda.matmul.allow_tf32
+    >>> before = torch.backends.cuda.matmul.fp32_precision
     >>> with tf32_matmuls(True):
-    ...     torch.backends.cuda.matmul.allow_tf32
-    True
-    >>> torch.backends.cuda.matmul.allow_tf32 == before
+    ...     torch.backends.cuda.matmul.fp32_precision
+    'tf32'
+    >>> torch.backends.cuda.matmul.fp32_precision == before
     True
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be True or False, got {type(enabled).__name__}")
-    saved_flag = torch.backends.cuda.matmul.allow_tf32
-    saved_precision = torch.get_float32_matmul_precision()
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(saved_precision)
-        torch.backends.cuda.matmul.allow_tf32 = saved_flag
-
-
-@contextlib.contextmanager
-def cpu_threads(num_threads: int | None) -> Iterator[None]:
-    """Run torch's CPU operators on ``num_threads`` threads inside a ``with`` block (``None``: leave
-    the setting alone); the previous ``torch.get_num_threads()`` is restored afterwards.
-
-    One thread gives stable, per-core figures on a shared machine, where a multi-threaded matmul can
-    spend most of its time waiting for a descheduled worker thread.
-
-    >>> before = torch.get_num_threads()
-    >>> with cpu_threads(1):
-    ...     torch.get_num_threads()
-    1
-    >>> torch.get_num_threads() == before
-    True
-    """
-    if num_threads is None:
-        yield
+    matmul = torch.backends.cuda.matmul
+    if _new_tf32_api():
+        saved = matmul.fp32_precision
+        matmul.fp32_precision = "tf32" if enabled else "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = saved
         return
-    num_threads = _validate.positive_int("num_threads", num_threads)
-    saved = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
+    saved_flag = matmul.allow_tf32  # torch < 2.9: only the legacy flag exists
+    matmul.allow_tf32 = enabled
     try:
         yield
     finally:
-        torch.set_num_threads(saved)
+        matmul.allow_tf32 = saved_flag
 
 
 def datasheet_peak(device: str | torch.device, dtype: str | torch.dtype) -> float | None:
@@ -278,7 +281,7 @@ def precision_mode(dtype: str | torch.dtype, device: str | torch.device) -> Iter
     """The global matmul settings ``dtype`` needs: TF32 on for "tf32", off for "fp32"; restored after.
 
     >>> with precision_mode("fp32", "cpu"):
-    ...     torch.backends.cuda.matmul.allow_tf32
+    ...     tf32_enabled()
     False
     """
     key = as_precision(dtype)
@@ -347,7 +350,7 @@ def measure_matmul(
 ) -> MatmulPoint:
     """Benchmark an (m, k) @ (k, n) matmul with :func:`lectorch.bench.benchmark` (keyword arguments
     such as ``trials`` are passed on) and return the measured point. On a CPU, ``num_threads`` sets
-    torch's thread count for the measurement (see :func:`cpu_threads`).
+    torch's thread count for the measurement (see :func:`lectorch.bench.cpu_threads`).
 
     >>> p = measure_matmul(32, 32, 32, "fp32", "cpu", trials=3, num_threads=1)
     >>> p.flops, p.flops_per_s > 0
@@ -372,6 +375,7 @@ def measure_bandwidth(
     """
     dev = check_device(device)
     nbytes = _validate.positive_int("nbytes", nbytes)
+    ensure_fits(2 * nbytes, dev, what=f"measure_bandwidth(nbytes={nbytes}) (a source and a destination)")
     src = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=dev)
     dst = torch.empty_like(src)
     with cpu_threads(num_threads if dev.type == "cpu" else None):

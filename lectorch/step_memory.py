@@ -24,17 +24,47 @@ from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
-from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from lectorch import _validate
-from lectorch.dtypes import as_dtype
+from lectorch.device import check_device
+from lectorch.dtypes import FORMATS, as_dtype
+from lectorch.memory import ensure_fits
 from lectorch.models import cruncher_num_parameters
 from lectorch.optim import STATE_TENSORS, STEP_TEMPORARIES, check_optimizer_name
 
-#: Dtypes the memory panel and :func:`measure_step` accept (a CPU can run a step in each).
-STEP_DTYPES = ("fp32", "bf16", "fp16", "fp64")
+# ------------------------------------------------------------------------------- torch internals
+# The only private torch APIs in lectorch, all behind this one helper so that a torch upgrade that
+# moves them breaks one place (tests/test_step_memory.py checks their behaviour and names the torch
+# versions they were checked on, _Internals.CHECKED_ON):
+#   torch.utils._python_dispatch.TorchDispatchMode  sees every operator call (allocations included)
+#   torch.utils._pytree.tree_flatten                 the tensors inside an operator's args and outputs
+#   UntypedStorage._cdata                            the identity of a storage (views share it)
+#   torch.multiprocessing.reductions.StorageWeakRef  notices when a storage is freed
+
+
+class _Internals:
+    """Storage identity, weak references, pytree flattening and the dispatch-mode base class."""
+
+    from torch.multiprocessing.reductions import StorageWeakRef as WeakRef
+    from torch.utils._python_dispatch import TorchDispatchMode as DispatchMode
+
+    CHECKED_ON = ("2.13.0",)
+
+    @staticmethod
+    def storage_key(tensor: torch.Tensor) -> int:
+        """One int per storage: equal for a tensor and its views, distinct for separate storages."""
+        return tensor.untyped_storage()._cdata
+
+    @staticmethod
+    def tensors_in(tree: Any) -> list[torch.Tensor]:
+        """The tensors inside nested tuples, lists and dicts (an operator's args or outputs)."""
+        from torch.utils._pytree import tree_flatten
+
+        return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+#: Dtypes the memory panel and :func:`measure_step_memory` accept (a CPU can run a step in each),
+#: from the float-format registry.
+STEP_DTYPES = tuple(fmt.name for fmt in FORMATS if fmt.trainable)
 
 
 @dataclass(frozen=True)
@@ -64,6 +94,17 @@ class StepMemory:
 def _sizes(dim: int, num_layers: int, batch: int) -> tuple[int, int, int]:
     return (_validate.positive_int("dim", dim), _validate.positive_int("num_layers", num_layers),
             _validate.positive_int("batch", batch))
+
+
+def _step_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    dt = as_dtype(dtype)
+    if _format_name(dt) not in STEP_DTYPES:
+        raise ValueError(f"dtype={dtype!r}: a training step runs in one of {', '.join(STEP_DTYPES)}")
+    return dt
+
+
+def _format_name(dt: torch.dtype) -> str | None:
+    return next((fmt.name for fmt in FORMATS if fmt.dtype == dt), None)
 
 
 def _element_size(dtype: torch.dtype | str) -> int:
@@ -192,51 +233,65 @@ class SavedTensor:
     dtype: torch.dtype
     nbytes: int
     kind: str  # "parameter", "input" or "activation"
+    repeat: bool = False  # its storage was saved before (it costs nothing more)
 
 
 @dataclass(frozen=True)
 class Saved:
-    """What autograd saved while running a function; ``activation_bytes`` counts each storage once."""
+    """What autograd saved while running a function. ``activation_bytes`` counts each storage that is
+    neither a parameter nor an input once (the memory the saving costs); ``by_dtype`` splits it."""
 
     tensors: list[SavedTensor]
     activation_bytes: int
+    by_dtype: dict[str, int] = field(default_factory=dict)
     result: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def activations(self) -> list[SavedTensor]:
+        """The tensors that cost memory: kind "activation", each storage once, in the order saved."""
+        return [t for t in self.tensors if t.kind == "activation" and not t.repeat]
 
 
 def saved_tensors(fn: Callable[..., Any], *args: Any, parameters: Iterable[torch.Tensor] = (),
-                  inputs: Iterable[torch.Tensor] = ()) -> Saved:
-    """Run ``fn(*args)`` and record every tensor autograd saves (``saved_tensors_hooks``).
+                  inputs: Iterable[torch.Tensor] = (), **kwargs: Any) -> Saved:
+    """Run ``fn(*args, **kwargs)`` and record every tensor autograd saves (``saved_tensors_hooks``).
 
-    Saved tensors that share storage with ``parameters`` or ``inputs`` cost no new memory; the rest
-    are the activations. Activations are counted by storage, once each.
+    Saved tensors that share storage with ``parameters`` or ``inputs`` cost no new memory (they exist
+    anyway); the rest are the activations, counted by storage, once each. The count is exact and
+    device-independent; ``result`` holds ``fn``'s return value (e.g. the loss, to call backward on).
 
     >>> w = nn.Parameter(torch.ones(3, 2)); x = torch.ones(4, 3)
     >>> s = saved_tensors(lambda: (x @ w).relu(), parameters=[w], inputs=[x])
-    >>> [t.kind for t in s.tensors], s.activation_bytes
-    (['input', 'activation'], 32)
+    >>> [t.kind for t in s.tensors], s.activation_bytes, s.by_dtype
+    (['input', 'activation'], 32, {'float32': 32})
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    param_keys = {t.untyped_storage()._cdata for t in parameters}
-    input_keys = {t.untyped_storage()._cdata for t in inputs}
+    for name, group in (("parameters", parameters), ("inputs", inputs)):
+        if isinstance(group, torch.Tensor):
+            raise TypeError(f"{name} must be an iterable of tensors such as model.parameters(), not one tensor; "
+                            f"pass [{name[:-1]}]")
+    param_keys = {_Internals.storage_key(t) for t in parameters}
+    input_keys = {_Internals.storage_key(t) for t in inputs}
     records: list[SavedTensor] = []
-    seen: set[int] = set()
-    total = 0
+    seen: set[int] = set()  # storages saved so far
+    by_dtype: dict[str, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        nonlocal total
-        storage = t.untyped_storage()
-        key = storage._cdata
+        nbytes = t.untyped_storage().nbytes()
+        key = _Internals.storage_key(t)
         kind = "parameter" if key in param_keys else "input" if key in input_keys else "activation"
-        records.append(SavedTensor(tuple(t.shape), t.dtype, storage.nbytes(), kind))
-        if kind == "activation" and key not in seen:
-            seen.add(key)
-            total += storage.nbytes()
+        repeat = key in seen
+        seen.add(key)
+        records.append(SavedTensor(tuple(t.shape), t.dtype, nbytes, kind, repeat=repeat))
+        if kind == "activation" and not repeat:
+            name = str(t.dtype).removeprefix("torch.")
+            by_dtype[name] = by_dtype.get(name, 0) + nbytes
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        result = fn(*args)
-    return Saved(tensors=records, activation_bytes=total, result=result)
+        result = fn(*args, **kwargs)
+    return Saved(tensors=records, activation_bytes=sum(by_dtype.values()), by_dtype=by_dtype, result=result)
 
 
 @dataclass(frozen=True)
@@ -249,12 +304,12 @@ class MemoryTrace:
     result: Any = field(default=None, repr=False, compare=False)
 
 
-class _LiveTensors(TorchDispatchMode):
+class _LiveTensors(_Internals.DispatchMode):
     """Counts the storages that operators allocate and notices when they are freed."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.live: dict[int, tuple[StorageWeakRef, int]] = {}
+        self.live: dict[int, tuple[Any, int]] = {}
         self.current = 0
         self.peak = 0
         self.events: list[tuple[str, int]] = []
@@ -268,16 +323,14 @@ class _LiveTensors(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         self.sweep()
-        flat_in = tree_flatten((args, kwargs))[0]
-        inputs = {t.untyped_storage()._cdata for t in flat_in if isinstance(t, torch.Tensor)}
+        inputs = {_Internals.storage_key(t) for t in _Internals.tensors_in((args, kwargs))}
         out = func(*args, **kwargs)
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                storage = t.untyped_storage()
-                key = storage._cdata
-                if key not in inputs and key not in self.live:  # a new allocation, not a view or in-place
-                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
-                    self.current += storage.nbytes()
+        for t in _Internals.tensors_in(out):
+            storage = t.untyped_storage()
+            key = _Internals.storage_key(t)
+            if key not in inputs and key not in self.live:  # a new allocation, not a view or in-place
+                self.live[key] = (_Internals.WeakRef(storage), storage.nbytes())
+                self.current += storage.nbytes()
         self.peak = max(self.peak, self.current)
         self.events.append((func.overloadpacket.__name__, self.current))
         return out
@@ -303,23 +356,32 @@ def track_memory(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> MemoryTra
     return MemoryTrace(peak_bytes=mode.peak, end_bytes=mode.current, events=mode.events, result=result)
 
 
-def measure_step(dim: int, num_layers: int, batch: int, *, dtype: torch.dtype | str = "fp32",
-                 optimizer: str = "adam", device: str | torch.device = "cpu", seed: int = 0
-                 ) -> tuple[StepMemory, MemoryTrace]:
+def measure_step_memory(dim: int, num_layers: int, batch: int, *, dtype: torch.dtype | str = "fp32",
+                        optimizer: str = "adam", device: str | torch.device = "cpu", seed: int = 0
+                        ) -> tuple[StepMemory, MemoryTrace]:
     """Run two training steps of a Cruncher and measure, from the tensors themselves: the bytes of
     parameters, gradients (after backward), optimizer state, saved activations and batch, and the
     live-tensor trace of the second step (so the optimizer state already exists, as in training).
 
-    >>> measured, trace = measure_step(32, 2, 16, optimizer="adam")
+    The predicted memory (twice over, for the peak) is checked against the device's free memory
+    first: a size that cannot fit is refused with a ``ValueError`` before anything is allocated.
+
+    >>> measured, trace = measure_step_memory(32, 2, 16, optimizer="adam")
     >>> measured == predict_step_memory(32, 2, 16, optimizer="adam")
     True
     """
+    from lectorch.bench import cpu_threads
     from lectorch.models import Cruncher
-    from lectorch.optim import _one_thread, gradient_bytes, make_optimizer, parameter_bytes, state_bytes
+    from lectorch.optim import gradient_bytes, make_optimizer, parameter_bytes, state_bytes
 
     d, n, b = _sizes(dim, num_layers, batch)
-    dt = as_dtype(dtype)
-    _element_size(dt)
+    dt = _step_dtype(dtype)
+    device = check_device(device)
+    need = 2 * predict_step_memory(d, n, b, dtype=dt, optimizer=optimizer).total
+    what = f"a training step of Cruncher(dim={d}, num_layers={n}) on batch={b} rows"
+    ensure_fits(need, device, what=what)
+    if device.type != "cpu":
+        ensure_fits(4 * (cruncher_num_parameters(d, n) + b * d + b), "cpu", what=what)
     gen = torch.Generator().manual_seed(_validate.non_negative_int("seed", seed))
     model = Cruncher(d, n, generator=gen).to(device=device, dtype=dt)
     x = torch.randn(b, d, generator=gen).to(device=device, dtype=dt)
@@ -327,7 +389,7 @@ def measure_step(dim: int, num_layers: int, batch: int, *, dtype: torch.dtype | 
     opt = make_optimizer(optimizer, model.parameters(), lr=1e-3)
     params = list(model.parameters())
 
-    with _one_thread():  # small steps: one thread avoids thread hand-offs
+    with cpu_threads(1):  # small steps: one thread avoids thread hand-offs
         saved = saved_tensors(lambda: nn.functional.mse_loss(model(x), y), parameters=params, inputs=[x, y])
         saved.result.backward()
         grads = gradient_bytes(params)
@@ -357,7 +419,10 @@ def cuda_step_peak(dim: int, num_layers: int, batch: int, *, dtype: torch.dtype 
     from lectorch.optim import make_optimizer
 
     d, n, b = _sizes(dim, num_layers, batch)
-    dt = as_dtype(dtype)
+    dt = _step_dtype(dtype)
+    dev = check_device(dev)
+    ensure_fits(2 * predict_step_memory(d, n, b, dtype=dt, optimizer=optimizer).total, dev,
+                what=f"a training step of Cruncher(dim={d}, num_layers={n}) on batch={b} rows")
     gen = torch.Generator().manual_seed(_validate.non_negative_int("seed", seed))
     model = Cruncher(d, n, generator=gen).to(device=dev, dtype=dt)
     x = torch.randn(b, d, generator=gen).to(device=dev, dtype=dt)

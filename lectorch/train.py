@@ -1,8 +1,7 @@
 """The training loop: data → forward → loss → backward → clip → step → zero_grad, and what it costs.
 
-The course's next-token model is :class:`TinyLM`: an embedding, a stack of feed-forward blocks
-(``x + W2·gelu(W1·x)``, the MLP half of a transformer block) and a linear head to vocabulary logits.
-:func:`train` runs it with AdamW, a cosine learning-rate schedule with linear warm-up, gradient
+The course's next-token model is :class:`lectorch.models.TinyLM` (an embedding, a stack of
+feed-forward blocks and a linear head to vocabulary logits). :func:`train` runs it with AdamW, a cosine learning-rate schedule with linear warm-up, gradient
 clipping by global norm, optional mixed precision (``torch.autocast``) and activation checkpointing,
 atomic checkpoints that resume bit for bit, and, launched with ``torchrun``, DistributedDataParallel.
 
@@ -26,7 +25,7 @@ import contextlib
 import dataclasses
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -35,96 +34,42 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint as _checkpoint
 
 from lectorch import _validate
 from lectorch.checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 from lectorch.data import get_batch
 from lectorch.device import check_device, synchronize
-from lectorch.dtypes import as_dtype
-from lectorch.models import Linear
+from lectorch.dtypes import FORMATS, as_dtype
+from lectorch.models import TinyLM
 from lectorch.randomness import make_generator
 
 if TYPE_CHECKING:  # for annotations only: the API docs then show a plain "Path" they need not resolve
     from pathlib import Path
 
-# ------------------------------------------------------------------------------------------- model
+#: The dtypes a run can train in: "fp32" (no autocast) and the 16-bit formats torch.autocast takes,
+#: from the float-format registry (fp16 needs a CUDA GPU and a GradScaler).
+AUTOCAST_DTYPES: tuple[str, ...] = tuple(f.name for f in FORMATS if f.trainable and f.bits <= 32)
 
-
-class MLPBlock(nn.Module):
-    """``x + W2·gelu(W1·x)`` with W1 (dim, 4·dim) and W2 (4·dim, dim), bias-free: 8·dim² parameters.
-
-    >>> MLPBlock(8)(torch.ones(2, 3, 8)).shape
-    torch.Size([2, 3, 8])
-    """
-
-    def __init__(self, dim: int, expansion: int = 4, *, dropout: float = 0.0) -> None:
-        super().__init__()
-        dim = _validate.positive_int("dim", dim)
-        expansion = _validate.positive_int("expansion", expansion)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
-        self.dropout = float(dropout)
-        self.up = Linear(dim, expansion * dim)
-        self.down = Linear(expansion * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = F.gelu(self.up(x))
-        if self.dropout > 0:  # draws from torch's global RNG: a checkpoint must restore it
-            h = F.dropout(h, self.dropout, self.training)
-        return x + self.down(h)
-
-
-class TinyLM(nn.Module):
-    """A tiny next-token model: Embedding(V, D) → num_layers × :class:`MLPBlock` → Linear(D, V).
-
-    Each position sees only its own token (no attention), so it is a bigram model: the best loss it
-    can reach is the data's conditional entropy H(next | current). Parameters: 2·V·D + 8·D²·L.
-    The head starts at zero, so the model first predicts the uniform distribution (loss ln V).
-    With ``checkpointing=True`` each block's activations are recomputed in the backward pass
-    instead of kept (``torch.utils.checkpoint``, non-reentrant).
-
-    >>> model = TinyLM(vocab_size=32, dim=8, num_layers=2)
-    >>> model(torch.zeros(4, 5, dtype=torch.long)).shape
-    torch.Size([4, 5, 32])
-    >>> sum(p.numel() for p in model.parameters()) == 2 * 32 * 8 + 8 * 8 * 8 * 2
-    True
-    """
-
-    def __init__(self, vocab_size: int, dim: int, num_layers: int, *, checkpointing: bool = False,
-                 dropout: float = 0.0) -> None:
-        super().__init__()
-        self.vocab_size = _validate.positive_int("vocab_size", vocab_size)
-        self.dim = _validate.positive_int("dim", dim)
-        self.num_layers = _validate.positive_int("num_layers", num_layers)
-        self.checkpointing = bool(checkpointing)
-        self.embed = nn.Embedding(vocab_size, dim)
-        self.blocks = nn.ModuleList(MLPBlock(dim, dropout=dropout) for _ in range(num_layers))
-        self.head = Linear(dim, vocab_size)
-        nn.init.zeros_(self.head.weight)  # uniform predictions at init: the first loss is exactly ln V
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        if ids.dtype not in (torch.int64, torch.int32):
-            raise TypeError(f"ids must be integer token ids (int64), got {ids.dtype}")
-        x = self.embed(ids)
-        for block in self.blocks:
-            if self.checkpointing and torch.is_grad_enabled():
-                x = _checkpoint(block, x, use_reentrant=False)
-            else:
-                x = block(x)
-        return self.head(x)
+# ------------------------------------------------------------------------------------------- loss
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of next-token ``logits`` (B, T, V) against ``targets`` (B, T), in nats.
 
+    The loss is always computed in float32, whatever the logits' dtype: bf16/fp16 logits are upcast
+    first. CPU autocast would do this for ``cross_entropy`` by itself, CUDA autocast does not (its
+    ``log_softmax`` then keeps bf16 and the loss loses precision), so the upcast is explicit here and
+    the same on every device.
+
     >>> round(lm_loss(torch.zeros(2, 3, 10), torch.zeros(2, 3, dtype=torch.long)).item(), 4)  # ln 10
     2.3026
+    >>> lm_loss(torch.zeros(2, 3, 10, dtype=torch.bfloat16), torch.zeros(2, 3, dtype=torch.long)).dtype
+    torch.float32
     """
     if logits.shape[:-1] != targets.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} do not match: "
                          "expected (B, T, V) and (B, T)")
-    return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
+    return F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten())
 
 
 # ---------------------------------------------------------------------------------------- schedule
@@ -186,6 +131,8 @@ def cosine_schedule(optimizer: torch.optim.Optimizer, *, warmup_steps: int, tota
     >>> opt.param_groups[0]["lr"]        # step 0 of a warm-up
     0.0
     """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     schedule = CosineSchedule(warmup_steps, total_steps, min_ratio)
     schedule(0)  # validates the arguments
     return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
@@ -200,6 +147,8 @@ def grad_norm(parameters: Iterable[torch.Tensor]) -> float:
     >>> p = torch.zeros(2, requires_grad=True); p.grad = torch.tensor([3.0, 4.0]); grad_norm([p])
     5.0
     """
+    if isinstance(parameters, torch.Tensor):
+        raise TypeError("parameters must be an iterable of tensors such as model.parameters(), not one tensor")
     grads = [p.grad.detach().float() for p in parameters if p.grad is not None]
     if not grads:
         return 0.0
@@ -234,51 +183,10 @@ def autocast_context(device: str | torch.device, dtype: str | torch.dtype = "fp3
 # ------------------------------------------------------------------------------ saved activations
 
 
-@dataclass(frozen=True)
-class SavedTensors:
-    """What autograd kept for the backward pass: total bytes, bytes by dtype, and each tensor."""
-
-    total_bytes: int
-    by_dtype: dict[str, int]
-    tensors: tuple[tuple[tuple[int, ...], str, int], ...]
-    result: Any = field(default=None, repr=False, compare=False)
-
-
-def saved_tensors(fn: Callable[..., Any], *args: Any, exclude: Iterable[torch.Tensor] = (), **kwargs: Any) -> SavedTensors:
-    """Run ``fn(*args, **kwargs)`` and record every tensor autograd saves for backward.
-
-    Tensors sharing storage count once (that is the memory), and tensors that share storage with
-    ``exclude`` (pass the model's parameters: they exist anyway) are left out. The count is exact and
-    device-independent; ``result`` holds ``fn``'s return value (e.g. the loss, to call backward on).
-
-    >>> w = torch.ones(3, 4, requires_grad=True)
-    >>> saved_tensors(lambda x: (x @ w).sum(), torch.ones(2, 3), exclude=[w]).total_bytes  # x: 2·3 floats
-    24
-    """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    skip = {t.untyped_storage().data_ptr() for t in exclude}
-    seen: dict[int, tuple[tuple[int, ...], str, int]] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        ptr = storage.data_ptr()
-        if ptr not in skip and ptr not in seen and storage.nbytes() > 0:
-            seen[ptr] = (tuple(t.shape), str(t.dtype).removeprefix("torch."), storage.nbytes())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        result = fn(*args, **kwargs)
-    by_dtype: dict[str, int] = {}
-    for _, dtype, nbytes in seen.values():
-        by_dtype[dtype] = by_dtype.get(dtype, 0) + nbytes
-    total = sum(nbytes for *_, nbytes in seen.values())
-    return SavedTensors(total_bytes=total, by_dtype=by_dtype, tensors=tuple(seen.values()), result=result)
-
-
 def predicted_saved_bytes(batch_size: int, context_length: int, dim: int, num_layers: int, vocab_size: int,
                           *, checkpointing: bool = False) -> int:
-    """Bytes autograd saves for one fp32 forward of :class:`TinyLM` plus its loss (what :func:`saved_tensors` measures).
+    """Bytes autograd saves for one fp32 forward of :class:`lectorch.models.TinyLM` plus its loss (what
+    :func:`lectorch.step_memory.saved_tensors` measures as ``activation_bytes``, parameters excluded).
 
     Per block without checkpointing: the inputs of both matmuls and of the GELU, (1 + 4 + 4)·B·T·D
     floats; with checkpointing only the block's input, B·T·D floats. Then the head's input (B·T·D),
@@ -334,17 +242,19 @@ class TrainConfig:
         for name in ("warmup_steps", "seed", "data_seed", "checkpoint_every"):
             _validate.non_negative_int(name, getattr(self, name))
         _validate.positive_number("max_lr", self.max_lr)
-        if not 0 <= self.min_lr_ratio <= 1:
+        if not 0 <= _validate.non_negative_number("min_lr_ratio", self.min_lr_ratio) <= 1:
             raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
-        if not 0 <= self.dropout < 1:
+        if not 0 <= _validate.non_negative_number("dropout", self.dropout) < 1:
             raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        _validate.non_negative_number("weight_decay", self.weight_decay)
         if self.grad_clip is not None:
             _validate.positive_number("grad_clip", self.grad_clip)
+        if not isinstance(self.activation_checkpointing, bool):
+            raise TypeError(f"activation_checkpointing must be True or False, got {self.activation_checkpointing!r}")
         if self.warmup_steps > self.total_steps:
             raise ValueError(f"warmup_steps={self.warmup_steps} must be <= total_steps={self.total_steps}")
-        as_dtype(self.dtype, name="dtype")
+        if as_dtype(self.dtype, name="dtype") not in [as_dtype(d) for d in AUTOCAST_DTYPES]:
+            raise ValueError(f"dtype={self.dtype!r}: a run trains in one of {', '.join(AUTOCAST_DTYPES)} (autocast)")
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -379,6 +289,30 @@ def build_model(config: TrainConfig, device: str | torch.device = "cpu") -> Tiny
     return model.to(check_device(device))
 
 
+def scaler_step(scaler: torch.amp.GradScaler, optimizer: torch.optim.Optimizer,
+                scheduler: torch.optim.lr_scheduler.LRScheduler | None = None) -> bool:
+    """``scaler.step(optimizer)`` and ``scaler.update()``, then ``scheduler.step()`` only if the
+    optimizer really stepped; return whether it did.
+
+    With fp16 a GradScaler skips the optimizer step when a gradient is inf/NaN and then lowers its
+    scale: that decrease is how the skip is detected. Stepping the schedule anyway would shift the
+    learning rates by one step (torch warns about it). A disabled scaler always steps.
+
+    >>> model = torch.nn.Linear(2, 1)
+    >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    >>> model(torch.ones(1, 2)).sum().backward()
+    >>> scaler_step(torch.amp.GradScaler("cpu", enabled=False), opt)
+    True
+    """
+    before = scaler.get_scale() if scaler.is_enabled() else None
+    scaler.step(optimizer)
+    scaler.update()
+    stepped = before is None or scaler.get_scale() >= before
+    if stepped and scheduler is not None:
+        scheduler.step()
+    return stepped
+
+
 def _is_distributed() -> bool:
     return dist.is_available() and dist.is_initialized()
 
@@ -407,6 +341,8 @@ def train(
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the number of processes ({world})")
+    if not isinstance(data, np.ndarray):
+        raise TypeError(f"data must be a 1-D numpy array or np.memmap of token ids, got {type(data).__name__}")
     if config.context_length >= len(data):
         raise ValueError(f"context_length={config.context_length} must be smaller than the data length {len(data)}")
     local = config.batch_size // world
@@ -466,9 +402,7 @@ def train(
         scaler.unscale_(optimizer)  # gradients back in true units before clipping
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip or math.inf)
         lrs.append(optimizer.param_groups[0]["lr"])
-        scaler.step(optimizer)
-        scaler.update()
-        scheduler.step()
+        scaler_step(scaler, optimizer, scheduler)  # the LR schedule advances only if the optimizer stepped
         optimizer.zero_grad(set_to_none=True)
         loss = loss.detach().float()
         if distributed:  # the loss of the global batch = mean of the ranks' losses
@@ -504,7 +438,7 @@ class StepReport:
 def measure_step(*, batch_size: int, dtype: str = "fp32", checkpointing: bool = False,
                  device: str | torch.device = "cpu", vocab_size: int = 64, dim: int = 64, num_layers: int = 4,
                  context_length: int = 32, trials: int = 3) -> StepReport:
-    """Measure one forward + backward of a :class:`TinyLM` (peak memory only on CUDA).
+    """Measure one forward + backward of a :class:`lectorch.models.TinyLM` (peak memory only on CUDA).
 
     >>> r = measure_step(batch_size=2, dim=8, num_layers=1, vocab_size=16, context_length=4, trials=1)
     >>> r.saved_activation_bytes == predicted_saved_bytes(2, 4, 8, 1, 16)
@@ -512,6 +446,8 @@ def measure_step(*, batch_size: int, dtype: str = "fp32", checkpointing: bool = 
     """
     from lectorch.bench import benchmark
     from lectorch.flops import count_flops
+    from lectorch.memory import ensure_fits
+    from lectorch.step_memory import saved_tensors
 
     dev = check_device(device)
     batch_size = _validate.positive_int("batch_size", batch_size)
@@ -519,6 +455,12 @@ def measure_step(*, batch_size: int, dtype: str = "fp32", checkpointing: bool = 
     config = TrainConfig(vocab_size=vocab_size, dim=dim, num_layers=num_layers, batch_size=batch_size,
                          context_length=context_length, activation_checkpointing=checkpointing, dtype=dtype)
     autocast_context(dev, dtype)  # validates dtype for this device before any work
+    need = 2 * predicted_saved_bytes(batch_size, context_length, dim, num_layers, vocab_size,
+                                     checkpointing=checkpointing) + 16 * batch_size * (context_length + 1)
+    what = f"a step of TinyLM(dim={dim}, num_layers={num_layers}) on batch_size={batch_size} × {context_length} tokens"
+    ensure_fits(need, dev, what=what)
+    if dev.type != "cpu":
+        ensure_fits(16 * batch_size * (context_length + 1), "cpu", what=what)
     model = build_model(config, dev)
     gen = make_generator(0)
     ids = torch.randint(vocab_size, (batch_size, context_length + 1), generator=gen).to(dev)
@@ -532,7 +474,7 @@ def measure_step(*, batch_size: int, dtype: str = "fp32", checkpointing: bool = 
         forward().backward()
         model.zero_grad(set_to_none=True)
 
-    saved_bytes = saved_tensors(forward, exclude=list(model.parameters())).total_bytes  # the graph is freed here
+    saved_bytes = saved_tensors(forward, parameters=list(model.parameters())).activation_bytes  # graph freed here
     flops = count_flops(step).total
     peak = None
     if dev.type == "cuda":
@@ -581,7 +523,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--save-params", default=None, help="write the final parameters here (rank 0)")
     for f in dataclasses.fields(TrainConfig):
         if f.name in ("dtype",):
-            parser.add_argument("--dtype", default=f.default, choices=["fp32", "bf16", "fp16"])
+            parser.add_argument("--dtype", default=f.default, choices=list(AUTOCAST_DTYPES))
         elif f.type in ("bool",):
             parser.add_argument(f"--{f.name.replace('_', '-')}", action="store_true")
         elif f.name == "grad_clip":
@@ -609,9 +551,10 @@ def main(argv: list[str] | None = None) -> None:
             dist.destroy_process_group()
 
 
-__all__ = ["MLPBlock", "TinyLM", "lm_loss", "cosine_lr", "CosineSchedule", "cosine_schedule", "grad_norm",
-           "autocast_context", "SavedTensors", "saved_tensors", "predicted_saved_bytes", "TrainConfig",
-           "TrainResult", "build_model", "train", "StepReport", "measure_step", "setup_distributed", "main"]
+__all__ = ["AUTOCAST_DTYPES", "lm_loss", "cosine_lr", "CosineSchedule", "cosine_schedule", "grad_norm",
+           "autocast_context", "predicted_saved_bytes", "TrainConfig",
+           "TrainResult", "build_model", "train", "scaler_step", "StepReport", "measure_step",
+           "setup_distributed", "main"]
 
 if __name__ == "__main__":
     main()

@@ -13,14 +13,12 @@ then measured copies (warm-up and synchronisation through :func:`lectorch.bench.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
 from lectorch import _validate
-from lectorch.bench import Timing, benchmark, format_seconds
+from lectorch.bench import Timing, benchmark, cpu_threads, format_seconds
 from lectorch.device import check_device, get_device
 from lectorch.dtypes import as_dtype
 from lectorch.memory import ensure_fits, format_bytes, tensor_bytes
@@ -134,30 +132,13 @@ def measure_copy(
         ensure_fits(nbytes, dev, fraction=fraction, what=f"copying {format_bytes(nbytes)}")
     src = torch.ones(nbytes, dtype=torch.uint8, pin_memory=pinned)  # ones, not empty: touch every page
     dst = torch.empty(nbytes, dtype=torch.uint8, device=dev)
-    with _one_thread(dev.type == "cpu"):
+    with cpu_threads(1 if dev.type == "cpu" else None):
         timing = benchmark(
             lambda: dst.copy_(src, non_blocking=pinned),
             device=dev, warmup=2, trials=trials, min_trial_s=0.005, max_total_s=max_total_s,
             label=copy_kind(dev, pinned=pinned),
         )
     return TransferResult(kind=copy_kind(dev, pinned=pinned), nbytes=nbytes, timing=timing)
-
-
-@contextmanager
-def _one_thread(active: bool) -> Iterator[None]:
-    """Run a host-to-host copy on one thread, restoring torch's thread count afterwards.
-
-    A copy is memory-bound, so one thread measures the memory system; with several threads, a copy
-    on a busy machine mostly measures how long its threads wait for a free core.
-    """
-    before = torch.get_num_threads()
-    if active:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if active:
-            torch.set_num_threads(before)
 
 
 def copy_modes(device: str | torch.device) -> tuple[bool, ...]:

@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from lectorch.checkpoint import load_checkpoint
 from lectorch.data import load_tokens
 from lectorch.randomness import seed_everything
 from lectorch.train import TrainConfig, train
@@ -47,7 +48,7 @@ def main() -> None:
         real_replace = os.replace
 
         def slow_replace(src, dst):
-            if torch.load(src, weights_only=True)["step"] == args.pause_in_save:
+            if load_checkpoint(src)["step"] == args.pause_in_save:
                 pause()
             real_replace(src, dst)
 

@@ -11,15 +11,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 
+def _assert_clean(proc, edition: str) -> None:
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{edition} book build failed:\n{log[-6000:]}"
+    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert not warnings, f"{edition} book build warnings:\n" + "\n".join(warnings)
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory) -> Path:
-    """Build the HTML book from clean with -n -W --keep-going; return its html folder."""
+    """Build both editions from clean with -n -W --keep-going: English in the returned html folder,
+    Chinese in its zh/ sub-folder (as `make book` lays them out)."""
     import build_book
+    import i18n
 
     out = tmp_path_factory.mktemp("book")
-    proc = build_book.build(out)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"book build failed:\n{log[-6000:]}"
-    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
-    assert not warnings, "book build warnings:\n" + "\n".join(warnings)
-    return out / "_build" / "html"
+    _assert_clean(build_book.build(out), "English")
+    html = out / "_build" / "html"
+    _assert_clean(i18n.build(html / "zh"), "Chinese")
+    return html

@@ -15,7 +15,6 @@ from lectorch.backprop import (
     attention, attention_flops, cruncher_flops, cruncher_widths, make_mlp, measured_flops, mlp_flops,
     predicted_and_measured,
 )
-from lectorch.exercises import get_exercise
 from lectorch.models import Cruncher
 from lectorch.plots.backprop import dataflow_figure, flops_bars_figure, ratio_figure
 from lectorch.widgets.backprop import backprop_panel
@@ -284,58 +283,3 @@ def test_panel_updates_and_reports_bad_values():
 
 def test_backprop_module_has_no_global_state():
     assert not hasattr(backprop, "_cache")
-
-
-# --- exercises ----------------------------------------------------------------------------------
-
-def _backward_flops(batch, widths, input_requires_grad=False):
-    return mlp_flops(batch, widths, input_requires_grad=input_requires_grad).backward
-
-
-def _two_layer_grads(x, w1, w2):
-    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
-    return x.T @ (ones @ w2.T), (x @ w1).T @ ones
-
-
-def test_exercise_solutions_pass():
-    assert lectorch.check("backprop-mlp-backward", _backward_flops).passed
-    assert lectorch.check("backprop-training-flops", 6 * 1.3e9 * 26e9).passed
-    assert lectorch.check("backprop-exact-gradient", _two_layer_grads).passed
-
-
-def test_exercise_slips_are_named():
-    r = lectorch.check("backprop-mlp-backward", lambda b, w, input_requires_grad=False: mlp_flops(b, w, input_requires_grad=True).backward)
-    assert r.status == "failed" and "first layer needs no input gradient" in r.message
-    r = lectorch.check("backprop-mlp-backward", lambda b, w, input_requires_grad=False: mlp_flops(b, w).forward)
-    assert r.status == "failed" and "weight gradients only" in r.message
-    r = lectorch.check("backprop-mlp-backward", lambda b, w, input_requires_grad=False: mlp_flops(b, w, input_requires_grad=input_requires_grad).total)
-    assert r.status == "failed" and "forward pass" in r.message
-    r = lectorch.check("backprop-mlp-backward", lambda *a, **k: "many")
-    assert r.status == "failed"
-    r = lectorch.check("backprop-training-flops", 2 * 1.3e9 * 26e9)
-    assert r.status == "failed" and "forward pass alone" in r.message
-    r = lectorch.check("backprop-training-flops", 4 * 1.3e9 * 26e9)
-    assert r.status == "failed" and "backward pass alone" in r.message
-    r = lectorch.check("backprop-exact-gradient", lambda x, w1, w2: _two_layer_grads(x, w1, w2)[::-1])
-    assert r.status == "failed"
-    r = lectorch.check("backprop-exact-gradient", lambda x, w1, w2: (x.T @ x, w1))
-    assert r.status == "failed"
-
-
-def test_exercise_stubs_are_not_implemented():
-    def raises(*args, **kwargs):
-        raise NotImplementedError
-
-    for ex in ("backprop-mlp-backward", "backprop-exact-gradient"):
-        assert lectorch.check(ex, raises).status == "not implemented"
-        assert lectorch.check(ex, lambda *a, **k: ...).status == "not implemented"
-    assert lectorch.check("backprop-training-flops", ...).status == "not implemented"
-
-
-def test_exercise_feedback_never_reveals_the_answer():
-    ex = get_exercise("backprop-mlp-backward")
-    for case in ex.cases:
-        r = lectorch.check("backprop-mlp-backward", lambda *a, **k: 1)
-        assert str(case.expected.value) not in r.message and f"{case.expected.value:,}" not in r.message
-    r = lectorch.check("backprop-training-flops", 1.0)
-    assert "2.028" not in r.message and "2.03e" not in r.message

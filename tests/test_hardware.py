@@ -17,9 +17,9 @@ def test_datasheet_figures_the_course_quotes():
     assert h100.memory_bytes == 80e9
 
 
-@pytest.mark.parametrize("name", list(hardware.GPUS))
+@pytest.mark.parametrize("name", list(hardware.ALL_GPUS))
 def test_every_entry_is_consistent(name):
-    spec = hardware.GPUS[name]
+    spec = hardware.ALL_GPUS[name]
     assert spec.source and spec.memory_bytes > 0 and spec.bandwidth_bytes_per_s > 0
     for key, sparse in spec.sparse.items():
         assert sparse == 2 * spec.dense[key], f"{name} {key}: 2:4 sparsity doubles the dense peak"
@@ -60,3 +60,81 @@ def test_spec_table_rows():
     assert [r["GPU"] for r in rows] == list(hardware.GPUS)
     h100 = next(r for r in rows if r["GPU"] == "H100 SXM")
     assert h100["bf16 dense"] == 989.5 and h100["bf16 2:4"] == 1979
+
+
+# --- driver names → datasheet rows (exact) ---------------------------------------------------------
+
+@pytest.mark.parametrize("driver, row", [
+    ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA GH200 480GB", "GH200 96GB HBM3"),
+    ("NVIDIA GH200 144G HBM3e", "GH200 144GB HBM3e"), ("NVIDIA A100-SXM4-40GB", "A100 SXM 40GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"), ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB"),
+    ("NVIDIA GeForce RTX 4090 D", "RTX 4090 D"), ("nvidia  h100 80gb hbm3 ", "H100 SXM"), ("NVIDIA B200", "B200"),
+])
+def test_variant_boards_get_their_own_rows(driver, row):
+    assert hardware.gpu_from_driver_name(driver).name == row
+
+
+def test_variant_figures_differ_where_the_datasheets_do():
+    nvl, sxm = hardware.get_gpu("H100 NVL"), hardware.get_gpu("H100 SXM")
+    assert nvl.peak_flops("bf16") == 835.5e12 and nvl.peak_flops("bf16", sparse=True) == 1671e12
+    assert nvl.memory_bytes == 94e9 and nvl.bandwidth_bytes_per_s == 3.9e12
+    assert hardware.get_gpu("H200 NVL").peak_flops("bf16") < hardware.get_gpu("H200 SXM").peak_flops("bf16")
+    assert hardware.get_gpu("GH200 96GB HBM3").memory_bytes == 96e9
+    assert hardware.get_gpu("GH200 144GB HBM3e").bandwidth_bytes_per_s == 4.9e12
+    assert hardware.get_gpu("A100 PCIe 40GB").bandwidth_bytes_per_s == 1555e9
+    assert hardware.get_gpu("A100 PCIe 80GB").bandwidth_bytes_per_s == 1935e9
+    assert hardware.get_gpu("RTX 4090 D").peak_flops("bf16") < hardware.get_gpu("RTX 4090").peak_flops("bf16")
+    assert sxm.peak_flops(sxm.dense and "bf16") == 989.5e12
+    assert hardware.get_gpu("B200").peak_flops("tf32") == 1125e12
+    for name in ("H100 SXM", "H100 PCIe", "H200 SXM", "H100 NVL", "H200 NVL", "A100 SXM 80GB"):
+        assert "fp64 is the tensor-core figure" in hardware.get_gpu(name).notes, name
+    for spec in hardware.VARIANTS.values():
+        assert spec.source and spec.name not in hardware.GPUS
+
+
+@pytest.mark.parametrize("near_miss", ["NVIDIA H100", "NVIDIA H200 141GB", "NVIDIA GH200", "NVIDIA A100",
+                                       "NVIDIA GeForce RTX 4090 Ti", "NVIDIA L40S", "NVIDIA T4G"])
+def test_unknown_driver_names_are_unknown_not_near_misses(near_miss):
+    assert hardware.gpu_from_driver_name(near_miss) is None
+    with pytest.raises(ValueError, match="LECTORCH_GPU"):
+        hardware.gpu_from_driver_name(near_miss, strict=True)
+
+
+def test_every_driver_name_points_at_a_row():
+    assert set(hardware.DRIVER_NAMES.values()) <= set(hardware.ALL_GPUS)
+
+
+def test_gpu_env_overrides_the_driver_match(monkeypatch):
+    monkeypatch.setattr(hardware.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(hardware.torch.cuda, "get_device_name", lambda dev=None: "NVIDIA H200")
+    assert hardware.gpu_for_device(hardware.torch.device("cuda", 0)).name == "H200 SXM"
+    monkeypatch.setenv(hardware.GPU_ENV, "H200 NVL")
+    assert hardware.gpu_for_device(hardware.torch.device("cuda", 0)).name == "H200 NVL"
+
+
+def test_on_chip_figures_of_the_h100():
+    """Chapter 02's memory hierarchy reads these (whitepaper figures; caches in binary units)."""
+    h100 = hardware.get_gpu("H100 SXM")
+    assert (h100.sms, h100.l2_cache_bytes) == (132, 50 * 2**20)
+    assert h100.registers_per_sm_bytes == h100.l1_shared_per_sm_bytes == 256 * 2**10
+    assert "whitepaper" in h100.chip_source
+    assert hardware.get_gpu("T4").sms is None  # not listed: None, never a guess
+
+
+def test_nvlink_bandwidth_of_the_sxm_boards():
+    """Datasheet NVLink figures (both directions together); each way is half (chapter 10's 450)."""
+    from lectorch import transfer
+
+    totals = {name: spec.nvlink_bytes_per_s for name, spec in hardware.ALL_GPUS.items()}
+    assert totals == {**dict.fromkeys(hardware.ALL_GPUS), "A100 SXM 80GB": 600e9, "A100 SXM 40GB": 600e9,
+                      "H100 SXM": 900e9, "H200 SXM": 900e9, "B200": 1.8e12}
+    h100 = hardware.get_gpu("H100 SXM")
+    assert h100.nvlink_per_direction_bytes_per_s == 450e9 == transfer.NVLINK4_BYTES_PER_S
+    assert hardware.get_gpu("B200").nvlink_per_direction_bytes_per_s == 900e9
+    for spec in hardware.ALL_GPUS.values():
+        if spec.nvlink_bytes_per_s is None:  # PCIe cards and cards without NVLink: none, never a guess
+            assert spec.nvlink_per_direction_bytes_per_s is None and not spec.nvlink_source
+        else:
+            assert "NVLink" in spec.nvlink_source and spec.nvlink_source.startswith("NVIDIA")
+    for name in ("H100 PCIe", "H100 NVL", "H200 NVL", "A100 PCIe 80GB", "L4", "T4", "RTX 4090"):
+        assert hardware.get_gpu(name).nvlink_bytes_per_s is None, name

@@ -1,4 +1,4 @@
-"""Chapter 07: initialisation scales, truncation bounds, randomness, the init panel and exercises."""
+"""Chapter 07: init scales, truncation, randomness, the init panel (exercises: test_exercises_init.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from torch import nn
 
 from lectorch import init, randomness
-from lectorch.exercises import check
 from lectorch.widgets.init import init_panel, render_init
 
 
@@ -163,44 +162,3 @@ def test_init_panel_bad_arguments():
         init_panel(scheme="uniform")
     text, _ = render_init(64, "xavier")
     assert "sqrt(2/(fan_in + fan_out))" in text
-
-
-# --- exercises ------------------------------------------------------------------------------------
-def _stub(*args):
-    raise NotImplementedError
-
-
-def test_exercise_trunc_std_devs():
-    assert check("init-trunc-std-devs", 3 / 0.02).passed
-    r = check("init-trunc-std-devs", 3)
-    assert r.status == "failed" and "absolute" in r.message and "150" not in r.message
-    assert check("init-trunc-std-devs", ...).status == "not implemented"
-
-
-def test_exercise_trunc_bounds():
-    assert check("init-trunc-bounds", lambda s: (-3 * s, 3 * s)).passed
-    r = check("init-trunc-bounds", lambda s: (-3, 3))
-    assert r.status == "failed" and "absolute" in r.message
-    assert check("init-trunc-bounds", lambda s: (3 * s, -3 * s)).status == "failed"
-    assert check("init-trunc-bounds", lambda s: (-2 * s, 2 * s)).status == "failed"
-    assert check("init-trunc-bounds", lambda s: -3 * s).status == "failed"
-    assert check("init-trunc-bounds", _stub).status == "not implemented"
-
-
-def test_exercise_cruncher_params():
-    assert check("init-cruncher-params", lambda d, n: d * d * n + d).passed
-    r = check("init-cruncher-params", lambda d, n: d * d * n)
-    assert r.status == "failed" and "head" in r.message
-    assert check("init-cruncher-params", lambda d, n: (d * d + d) * n + d + 1).status == "failed"
-    assert check("init-cruncher-params", lambda d, n: float(d * d * n + d)).status == "failed"
-    assert check("init-cruncher-params", _stub).status == "not implemented"
-
-
-def test_exercise_init_std():
-    assert check("init-std", lambda f: 1 / math.sqrt(f)).passed
-    assert "variance" in check("init-std", lambda f: 1 / f).message
-    assert "grows" in check("init-std", lambda f: math.sqrt(f)).message
-    assert check("init-std", lambda f: math.sqrt(2 / f)).status == "failed"
-    assert check("init-std", _stub).status == "not implemented"
-    expected = f"{1 / math.sqrt(16):.4g}"
-    assert expected not in check("init-std", lambda f: 1 / f).message

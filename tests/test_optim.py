@@ -1,5 +1,5 @@
 """Chapter 08: the optimizers match torch.optim, keep the state they should, validate their
-hyper-parameters; the loss-curve panel and the optimizer exercises."""
+hyper-parameters; the loss-curve panel (exercises: test_exercises_optim.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from torch import nn
 
 from lectorch import optim
-from lectorch.exercises import check
 from lectorch.models import Cruncher, cruncher_num_parameters
 from lectorch.widgets.optim import loss_curves_panel, render_loss_curves
 
@@ -217,89 +216,11 @@ def test_training_lowers_the_loss():
         assert losses[-1] < 0.2 * losses[0], name
 
 
-# --- exercises ------------------------------------------------------------------------------------
-class _Stub(torch.optim.Optimizer):
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8):
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps))
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                raise NotImplementedError
-
-
-class _NoEps(_Stub):
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            for p in group["params"]:
-                s = self.state[p].setdefault("s", torch.zeros_like(p))
-                s.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
-                p.addcdiv_(p.grad, s.sqrt(), value=-group["lr"])
-
-
-class _TwoBuffers(_Stub):
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None if closure is None else closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                state = self.state[p]
-                s = state.setdefault("s", torch.zeros_like(p))
-                state["copy"] = p.grad.clone()
-                s.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
-                p.addcdiv_(p.grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
-        return loss
-
-
-class _NoClosure(_TwoBuffers):
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            for p in group["params"]:
-                s = self.state[p].setdefault("s", torch.zeros_like(p))
-                s.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
-                p.addcdiv_(p.grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
-
-
-def test_exercise_rmsprop():
-    assert check("optim-rmsprop", optim.RMSProp).passed
-    assert check("optim-rmsprop", _Stub).status == "not implemented"
-    assert check("optim-rmsprop", ...).status == "not implemented"
-    wrong = check("optim-rmsprop", optim.Adam)
-    assert wrong.status == "failed" and "raised" in wrong.message  # Adam takes no alpha
-    assert check("optim-rmsprop", _NoEps).status == "failed"
-    assert "one buffer" in check("optim-rmsprop", _TwoBuffers).message
-    assert "closure" in check("optim-rmsprop", _NoClosure).message
-    assert "subclasses" in check("optim-rmsprop", lambda params: None).message
-
-
-def test_exercise_adam_state_bytes():
-    p = cruncher_num_parameters(1024, 8)
-    assert check("optim-adam-state-bytes", 8 * p).passed
-    assert "two moments" in check("optim-adam-state-bytes", 4 * p).message
-    assert "4 bytes" in check("optim-adam-state-bytes", 2 * p).message
-    assert "head" in check("optim-adam-state-bytes", 8 * 1024 * 1024 * 8).message
-    assert str(8 * p) not in check("optim-adam-state-bytes", 4 * p).message
-    assert check("optim-adam-state-bytes", ...).status == "not implemented"
-
-
-def test_exercise_step_flops():
-    p = cruncher_num_parameters(1024, 4)
-    exact = 6 * 512 * p - 2 * 512 * 1024**2
-    assert check("optim-step-flops", exact).passed
-    assert "first layer" in check("optim-step-flops", 6 * 512 * p).message
-    assert "forward pass alone" in check("optim-step-flops", 2 * 512 * p).message
-
-
 def test_small_runs_leave_the_thread_count_alone():
-    from lectorch.step_memory import measure_step
+    from lectorch.step_memory import measure_step_memory
 
     threads = torch.get_num_threads()
     optim.train_cruncher("adam", steps=2, lr=0.01)
     optim.trajectory("sgd", optim.rosenbrock, (0.0, 0.0), steps=2, lr=1e-3)
-    measure_step(8, 1, 4)
+    measure_step_memory(8, 1, 4)
     assert torch.get_num_threads() == threads

@@ -99,25 +99,76 @@ def test_h100_numbers():
 
 # --- precision settings -------------------------------------------------------------------------
 
-def test_tf32_context_restores_both_settings_even_on_error():
-    flag, precision = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
-    with pytest.raises(RuntimeError):
-        with tf32_matmuls(not flag):
-            assert torch.backends.cuda.matmul.allow_tf32 is (not flag)
+def _tf32_state():
+    """Everything a TF32 switch could touch, read without raising (the legacy reads may raise)."""
+    b = torch.backends
+    state = {"global": b.fp32_precision, "cuda.matmul": b.cuda.matmul.fp32_precision,
+             "cudnn": b.cudnn.fp32_precision, "mkldnn.matmul": b.mkldnn.matmul.fp32_precision}
+    for name, read in [("allow_tf32", lambda: b.cuda.matmul.allow_tf32),
+                       ("matmul_precision", torch.get_float32_matmul_precision)]:
+        try:
+            state[name] = read()
+        except RuntimeError:  # "mix of the legacy and new APIs"
+            state[name] = "raises"
+    return state
+
+
+@pytest.fixture
+def restore_precision():
+    b = torch.backends
+    saved = (b.fp32_precision, b.cuda.matmul.fp32_precision, b.cudnn.fp32_precision,
+             b.mkldnn.fp32_precision, b.mkldnn.matmul.fp32_precision)
+    yield
+    b.fp32_precision = saved[0]
+    b.cuda.matmul.fp32_precision, b.cudnn.fp32_precision = saved[1], saved[2]
+    b.mkldnn.fp32_precision, b.mkldnn.matmul.fp32_precision = saved[3], saved[4]
+
+
+SETUPS = {
+    "defaults": lambda: None,
+    "new global tf32": lambda: setattr(torch.backends, "fp32_precision", "tf32"),
+    "new global ieee": lambda: setattr(torch.backends, "fp32_precision", "ieee"),
+    "new matmul ieee": lambda: setattr(torch.backends.cuda.matmul, "fp32_precision", "ieee"),
+    "legacy allow_tf32": lambda: setattr(torch.backends.cuda.matmul, "allow_tf32", True),
+    "legacy precision high": lambda: torch.set_float32_matmul_precision("high"),
+}
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+@pytest.mark.parametrize("enabled", [True, False])
+def test_tf32_context_works_after_either_api_and_restores_exactly(setup, enabled, restore_precision):
+    SETUPS[setup]()
+    before = _tf32_state()
+    with pytest.raises(RuntimeError, match="boom"):
+        with tf32_matmuls(enabled):
+            assert roofline.tf32_enabled() is enabled
+            assert torch.backends.cuda.matmul.fp32_precision == ("tf32" if enabled else "ieee")
             raise RuntimeError("boom")
-    assert torch.backends.cuda.matmul.allow_tf32 == flag
-    assert torch.get_float32_matmul_precision() == precision
+    assert _tf32_state() == before
+    with precision_mode("fp32", "cpu"):
+        assert roofline.tf32_enabled() is False
+    assert _tf32_state() == before
+
+
+def test_tf32_enabled_reads_the_global_setting_through_none(restore_precision):
+    torch.backends.fp32_precision = "tf32"  # the legacy reads now raise; tf32_enabled must not
+    assert roofline.tf32_enabled() is True
+    torch.backends.fp32_precision = "ieee"
+    assert roofline.tf32_enabled() is False
 
 
 def test_fp32_mode_forbids_tf32_and_tf32_needs_cuda():
     with tf32_matmuls(True):
         with precision_mode("fp32", "cpu"):
-            assert torch.backends.cuda.matmul.allow_tf32 is False
-        assert torch.backends.cuda.matmul.allow_tf32 is True
+            assert roofline.tf32_enabled() is False
+        assert roofline.tf32_enabled() is True
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="tf32"):
             with precision_mode("tf32", "cpu"):
                 pass
+    with pytest.raises(TypeError, match="enabled"):
+        with tf32_matmuls(1):
+            pass
 
 
 def test_cpu_threads_are_restored_even_on_error():
@@ -158,10 +209,10 @@ def test_measure_matmul_returns_a_consistent_point():
 
 
 def test_measure_matmul_leaves_global_settings_alone():
-    before = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision(), torch.get_default_dtype()
+    before = _tf32_state(), torch.get_default_dtype()
     measure_matmul(8, 8, 8, "bf16", "cpu", trials=3, min_trial_s=0.001)
     measure_matmul(8, 8, 8, "fp32", "cpu", trials=3, min_trial_s=0.001)
-    assert (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision(), torch.get_default_dtype()) == before
+    assert (_tf32_state(), torch.get_default_dtype()) == before
 
 
 def test_operands_are_reproducible():

@@ -1,24 +1,31 @@
-"""The student edition runs with every exercise unfinished, and the grader grades right: a correct
-answer passes, a wrong one fails, and a notebook that raises, loops or hogs memory is reported as
-failed without stopping the run."""
+"""The student edition runs with every exercise unfinished and holds no grading material, and the
+grader grades a real chapter right end to end: the honest (reference) solution passes every
+exercise, the student stub passes none. Attacks on the grader: tests/test_grading_attacks.py."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
 import grade  # noqa: E402
+import grading  # noqa: E402
 import student_edition  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTER_00 = ROOT / "chapters" / "00_napkin_math.ipynb"
+
+
+def exercise_ids(chapter: Path) -> list[str]:
+    return [ex_id for ex_id, _ in grading.check_calls(grading.read_notebook_json(chapter))]
 
 
 @pytest.fixture(scope="module")
@@ -42,70 +49,107 @@ def test_student_edition_hides_every_solution(student_dir):
             assert ref_cell.source not in text, f"{chapter.name}: a solution leaked into the student edition"
 
 
+def test_student_edition_holds_no_grading_material(student_dir, tmp_path):
+    names = {p.name for p in student_dir.rglob("*")}
+    assert "grading" not in names and "grading-bundle" not in names
+    assert not [p for p in student_dir.rglob("*") if p.suffix in (".pt", ".py")]
+    for chapter in CHAPTERS:  # no check cell disappeared: the grader finds the same exercises
+        assert exercise_ids(student_dir / chapter.name) == exercise_ids(chapter)
+    with pytest.raises(ValueError, match="grading"):
+        student_edition.write_student_edition(ROOT / "grading" / "student")
+    (tmp_path / "old" / "grading-bundle").mkdir(parents=True)
+    with pytest.raises(ValueError, match="grading material"):
+        student_edition.write_student_edition(tmp_path / "old")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 def test_student_notebook_runs_and_every_check_says_not_implemented(chapter, student_dir, tmp_path, monkeypatch):
     results = tmp_path / "results.jsonl"
-    monkeypatch.setenv("LECTORCH_RESULTS", str(results))
+    monkeypatch.setenv("LECTORCH_RESULTS", str(results))  # the student's own log (never trusted by the grader)
     nb = nbformat.read(student_dir / chapter.name, as_version=4)
     NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(student_dir)}}).execute()
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    expected = grade.expected_exercises(chapter)
+    expected = exercise_ids(chapter)
     assert len(expected) >= 3
     assert {r["exercise"] for r in rows} == set(expected)
-    assert all(r["status"] == "not implemented" for r in rows), rows
+    debug = debug_exercises(chapter)
+    # a stub says "not implemented"; a debug exercise's stub is the buggy code, which must fail
+    assert all(r["status"] == "not implemented" or (r["exercise"] in debug and r["status"] in ("failed", "error"))
+               for r in rows), rows
 
 
-def quiz(*cells: str) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=[new_code_cell("import lectorch")] + [new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return nb
+def debug_exercises(chapter) -> set[str]:
+    """Exercises whose stub is runnable code (the bug to fix) rather than `...`/NotImplementedError:
+    the stub of the last solution cell before each check cell."""
+    found, stub = set(), None
+    for cell in nbformat.read(chapter, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        if "solution" in cell.metadata.get("tags", []):
+            stub = cell.metadata.get("lectorch", {}).get("stub", "")
+        for ex in re.findall(r"""lectorch\.check\(\s*["']([\w.-]+)["']""", cell.source):
+            if stub is not None and "..." not in stub and "NotImplementedError" not in stub:
+                found.add(ex)
+    return found
 
 
-DAYS = "def days(p, t, n, f, m):\n    return 6 * p * t / (n * f * m * 86400)"
-CHECKS = ['lectorch.check("napkin-bytes-per-param", bytes_per_param)', 'lectorch.check("napkin-training-days", days)']
-
-
-def test_grader_grades_right_and_survives_bad_notebooks(tmp_path):
+@pytest.mark.slow
+def test_grader_end_to_end_on_chapter_00(tmp_path, capsys):
+    """The honest solution passes every exercise of the chapter, the stub passes none; ids are read
+    from the reference chapter, the bundle is built from grading/ with a seed."""
+    ids = exercise_ids(CHAPTER_00)
+    assert len(ids) >= 3
+    bundle = grading.build_bundle(4242, exercise_ids=ids)
+    grading.write_bundle(bundle, tmp_path / "bundle.pt")
     subs = tmp_path / "subs"
-    cases = {
-        "good": quiz("bytes_per_param = 16", DAYS, *CHECKS),
-        "wrong": quiz("bytes_per_param = 12", DAYS, *CHECKS),
-        "raises": quiz("bytes_per_param = 16", "1 / 0", DAYS, *CHECKS),
-        "loops": quiz("bytes_per_param = 16", DAYS, CHECKS[0], "while True:\n    pass", CHECKS[1]),
-        "hog": quiz("bytes_per_param = 16", CHECKS[0], "hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))"),
-    }
-    for student, nb in cases.items():
-        (subs / student).mkdir(parents=True)
-        nbformat.write(nb, subs / student / "quiz.ipynb")
-    report = tmp_path / "report.json"
-    assert grade.main([str(subs), "--timeout", "25", "--memory-gb", "1", "--json", str(report)]) == 0
-    got = {(r["submission"], r["exercise"]): r for r in json.loads(report.read_text())}
-    status = {key: r["status"] for key, r in got.items()}
-    assert status[("good", "napkin-bytes-per-param")] == status[("good", "napkin-training-days")] == "passed"
-    assert status[("wrong", "napkin-bytes-per-param")] == "failed"
-    assert status[("wrong", "napkin-training-days")] == "passed"
-    assert status[("raises", "napkin-bytes-per-param")] == status[("raises", "napkin-training-days")] == "passed"
-    assert status[("loops", "napkin-bytes-per-param")] == "passed"
-    assert status[("loops", "napkin-training-days")] == "not reached"
-    assert "endless loop" in got[("loops", "napkin-training-days")]["message"]
-    assert status[("hog", "napkin-bytes-per-param")] == "passed"
-
-
-def test_grader_on_the_reference_chapter_passes_everything(tmp_path):
-    chapter = ROOT / "chapters" / "00_napkin_math.ipynb"
-    nb = nbformat.read(chapter, as_version=4)
-    for cell in nb.cells:
+    reference = nbformat.read(CHAPTER_00, as_version=4)
+    for cell in reference.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    (tmp_path / "ref").mkdir()
-    nbformat.write(nb, tmp_path / "ref" / chapter.name)
-    grades = grade.grade_folder(tmp_path, timeout_s=120)
-    assert grades and all(g.passed for g in grades), grade.table(grades)
-    assert {g.exercise for g in grades} == set(grade.expected_exercises(chapter))
+    for who, nb in {"honest": reference,
+                    "stub": student_edition.student_notebook(nbformat.read(CHAPTER_00, as_version=4))}.items():
+        (subs / who).mkdir(parents=True)
+        nbformat.write(nb, subs / who / CHAPTER_00.name)
+    report = grade.grade_folder(subs, bundle=tmp_path / "bundle.pt", timeout_s=240)
+    status = {(g.submission, g.exercise): g.status for g in report.grades}
+    assert {ex for _, ex in status} == set(ids)
+    assert all(status[("honest", ex)] == "passed" for ex in ids), grade.table(report)
+    assert not any(status[("stub", ex)] == "passed" for ex in ids), grade.table(report)
+    with capsys.disabled():
+        print("\n[grading] chapter 00: " + ", ".join(f"{r.submission} {r.seconds:.1f} s" for r in report.runs)
+              + f" ({report.isolation.split(':')[0]})")
+
+
+@pytest.mark.slow
+def test_the_whole_grading_bundle_builds_and_agrees_with_the_package(tmp_path):
+    """Every chapter's exercise is in the bundle; every plain EXPECTED matches the package's seal
+    (build_bundle checks it); every hidden case is plain data that reads back with weights_only."""
+    bundle = grading.build_bundle(7)
+    for chapter in CHAPTERS:
+        missing = set(exercise_ids(chapter)) - set(bundle["exercises"])
+        assert not missing, f"{chapter.name}: exercises not in the bundle: {sorted(missing)}"
+    path = grading.write_bundle(bundle, tmp_path / "bundle.pt")
+    assert grading.read_bundle(path)["exercises"].keys() == bundle["exercises"].keys()
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 
 def test_grader_rejects_bad_arguments(tmp_path):
+    bundle = tmp_path / "bundle.pt"
     with pytest.raises(ValueError, match="no .ipynb"):
-        grade.grade_folder(tmp_path)
+        grade.grade_folder(tmp_path, bundle=bundle)
     with pytest.raises(ValueError, match="not a folder"):
-        grade.grade_folder(tmp_path / "missing")
+        grade.grade_folder(tmp_path / "missing", bundle=bundle)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "x.ipynb")
+    with pytest.raises(ValueError, match="make grading-bundle"):
+        grade.grade_folder(tmp_path, bundle=bundle)
+
+
+def test_check_cells_are_read_from_source():
+    nb = {"cells": [
+        {"cell_type": "code", "source": '%time x = 1\nlectorch.check("a-b", x)\nlectorch.check("c", f, measured=m)'},
+        {"cell_type": "markdown", "source": 'lectorch.check("not-code", x)'},
+        {"cell_type": "code", "source": "this is not python ("},
+        {"cell_type": "code", "source": ['check("a-b", y)  # a repeat keeps the first\n', 'check("d", g.h)']},
+    ]}
+    assert grading.check_calls(nb) == [("a-b", "x"), ("c", "f"), ("d", "g.h")]

@@ -1,5 +1,5 @@
 """lectorch.train (model, schedule, clipping, autocast, saved activations, the loop), lectorch.quantize,
-and chapter 09's exercises, panel and figures."""
+and chapter 09's panel and figures (its exercises: tests/test_exercises_train.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 from lectorch import train as tr
-from lectorch.data import bigram_entropy, get_batch, markov_tokens, write_tokens
-from lectorch.exercises import check
+from lectorch.data import bigram_entropy, markov_tokens, write_tokens
 from lectorch.flops import count_flops, linear_flops
 from lectorch.quantize import QMAX, dequantize_int8, quantization_error, quantize_int8
-from lectorch.train import (CosineSchedule, TinyLM, TrainConfig, autocast_context, cosine_lr, cosine_schedule,
-                            grad_norm, lm_loss, measure_step, predicted_saved_bytes, saved_tensors, train)
+from lectorch.models import TinyLM
+from lectorch.step_memory import saved_tensors
+from lectorch.train import (CosineSchedule, TrainConfig, autocast_context, cosine_lr, cosine_schedule,
+                            grad_norm, lm_loss, measure_step, predicted_saved_bytes, train)
 
 # ----------------------------------------------------------------------------------------- model
 
@@ -150,18 +151,18 @@ def test_saved_bytes_formula_matches_the_measurement(b, t, d, n, v, ckpt):
     torch.manual_seed(0)
     model = TinyLM(v, d, n, checkpointing=ckpt)
     x, y = torch.randint(v, (b, t)), torch.randint(v, (b, t))
-    saved = saved_tensors(lambda: lm_loss(model(x), y), exclude=list(model.parameters()))
-    assert saved.total_bytes == predicted_saved_bytes(b, t, d, n, v, checkpointing=ckpt)
+    saved = saved_tensors(lambda: lm_loss(model(x), y), parameters=list(model.parameters()))
+    assert saved.activation_bytes == predicted_saved_bytes(b, t, d, n, v, checkpointing=ckpt)
     saved.result.backward()  # the graph is usable
 
 
 def test_saved_tensors_excludes_parameters_and_counts_shared_storage_once():
     w = torch.ones(3, 3, requires_grad=True)
     x = torch.ones(2, 3, requires_grad=True)  # both need gradients, so the matmul saves both
-    assert saved_tensors(lambda: (x @ w).sum()).total_bytes == (6 + 9) * 4
-    assert saved_tensors(lambda: (x @ w).sum(), exclude=[w]).total_bytes == 6 * 4
+    assert saved_tensors(lambda: (x @ w).sum()).activation_bytes == (6 + 9) * 4
+    assert saved_tensors(lambda: (x @ w).sum(), parameters=[w]).activation_bytes == 6 * 4
     z = torch.ones(4, requires_grad=True)
-    assert saved_tensors(lambda: (z * z).sum()).total_bytes == 16  # the same tensor saved twice
+    assert saved_tensors(lambda: (z * z).sum()).activation_bytes == 16  # the same tensor saved twice
     with pytest.raises(TypeError, match="callable"):
         saved_tensors(3)
 
@@ -170,10 +171,10 @@ def test_bf16_autocast_saves_fewer_bytes_but_copies_the_weights():
     torch.manual_seed(0)
     model = TinyLM(32, 16, 2)
     x, y = torch.randint(32, (4, 8)), torch.randint(32, (4, 8))
-    fp32 = saved_tensors(lambda: lm_loss(model(x), y), exclude=list(model.parameters()))
+    fp32 = saved_tensors(lambda: lm_loss(model(x), y), parameters=list(model.parameters()))
     with autocast_context("cpu", "bf16"):
-        bf16 = saved_tensors(lambda: lm_loss(model(x), y), exclude=list(model.parameters()))
-    assert bf16.total_bytes < fp32.total_bytes
+        bf16 = saved_tensors(lambda: lm_loss(model(x), y), parameters=list(model.parameters()))
+    assert bf16.activation_bytes < fp32.activation_bytes
     weight_copies = sum(p.numel() * 2 for n, p in model.named_parameters() if not n.startswith("embed"))
     assert bf16.by_dtype["bfloat16"] >= weight_copies  # autocast keeps bf16 copies of the weights for backward
     assert not torch.is_autocast_enabled("cpu")
@@ -348,100 +349,6 @@ def test_quantize_edge_cases_and_bad_input():
         dequantize_int8(torch.zeros(2, 2), torch.ones(2, 1))
     with pytest.raises(ValueError, match="broadcast"):
         dequantize_int8(torch.zeros(2, 2, dtype=torch.int8), torch.ones(3, 1))
-
-
-# -------------------------------------------------------------------------------------- exercises
-
-
-def ref_get_batch(data, batch_size, context_length, device, generator=None):
-    return get_batch(data, batch_size, context_length, device, generator)
-
-
-def test_get_batch_exercise():
-    assert check("train-get-batch", ref_get_batch).passed
-    assert check("train-get-batch", ...).status == "not implemented"
-
-    def stub(data, batch_size, context_length, device, generator=None):
-        raise NotImplementedError
-
-    assert check("train-get-batch", stub).status == "not implemented"
-
-    def off_by_one(data, batch_size, context_length, device, generator=None):
-        if context_length >= len(data):
-            raise ValueError("too long")
-        starts = torch.randint(len(data) - context_length - 1, (batch_size,), generator=generator)
-        w = torch.stack([torch.from_numpy(data[s:s + context_length + 1].astype(np.int64)) for s in starts.tolist()])
-        return w[:, :-1].to(device), w[:, 1:].to(device)
-
-    result = check("train-get-batch", off_by_one)
-    assert result.status == "failed" and "last valid start" in result.message
-
-    def unshifted(data, batch_size, context_length, device, generator=None):
-        x, _ = get_batch(data, batch_size, context_length, device, generator)
-        return x, x
-
-    assert "shifted" in check("train-get-batch", unshifted).message
-
-    def floats(data, batch_size, context_length, device, generator=None):
-        x, y = get_batch(data, batch_size, context_length, device, generator)
-        return x.float(), y.float()
-
-    assert "int64" in check("train-get-batch", floats).message
-
-    def no_check(data, batch_size, context_length, device, generator=None):
-        context_length = min(context_length, len(data) - 1)
-        return get_batch(data, batch_size, context_length, device, generator)
-
-    r = check("train-get-batch", no_check)
-    assert r.status == "failed" and ("ValueError" in r.message or "shape" in r.message)
-
-    def shuffled(data, batch_size, context_length, device, generator=None):
-        x, y = get_batch(data, batch_size, context_length, device, generator)
-        return x.flip(1), y.flip(1)
-
-    assert check("train-get-batch", shuffled).status == "failed"
-
-
-def test_lr_exercise():
-    def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):
-        return cosine_lr(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup_steps, total_steps=total_steps)
-
-    assert check("train-lr-at-step", lr_at).passed
-
-    def no_floor(step, max_lr, min_lr, warmup_steps, total_steps):
-        return lr_at(step, max_lr, 0.0, warmup_steps, total_steps)
-
-    def no_warmup(step, max_lr, min_lr, warmup_steps, total_steps):
-        return lr_at(step, max_lr, min_lr, 0, total_steps) if step >= warmup_steps else max_lr
-
-    for wrong in (no_floor, no_warmup):
-        result = check("train-lr-at-step", wrong)
-        assert result.status == "failed" and "Hint" in result.message
-
-    def stub(step, max_lr, min_lr, warmup_steps, total_steps):
-        raise NotImplementedError
-
-    assert check("train-lr-at-step", stub).status == "not implemented"
-
-
-def test_saved_bytes_exercise():
-    assert check("train-saved-bytes", predicted_saved_bytes).passed
-
-    def forgot_checkpointing(b, t, d, n, v, checkpointing=False):
-        return predicted_saved_bytes(b, t, d, n, v)
-
-    def blocks_only(b, t, d, n, v, checkpointing=False):
-        return 4 * b * t * d * n * (1 if checkpointing else 9)
-
-    for wrong, case, ckpt in ((blocks_only, "Case 1 of", False), (forgot_checkpointing, "Case 2 of", True)):
-        result = check("train-saved-bytes", wrong)
-        assert result.status == "failed" and case in result.message and "Hint" in result.message
-        assert str(predicted_saved_bytes(4, 8, 16, 2, 32, checkpointing=ckpt)) not in result.message  # no answer given
-
-    def stub(batch_size, context_length, dim, num_layers, vocab_size, checkpointing=False):
-        raise NotImplementedError
-
-    assert check("train-saved-bytes", stub).status == "not implemented"
 
 
 # ------------------------------------------------------------------------------------ panel, plots

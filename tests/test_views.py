@@ -8,8 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-import lectorch
-from lectorch.exercises import views as ex_views
 from lectorch.plots.views import storage_view_figure, strides_figure
 from lectorch.views import (
     Layout,
@@ -309,68 +307,4 @@ def test_explore_view_agrees_with_torch():
     assert isinstance(fig, Figure)
 
 
-# --- exercises ---------------------------------------------------------------------------------------
-def transposed_strides(shape, dim0, dim1):
-    strides = list(contiguous_strides(shape))
-    strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
-    return tuple(strides)
-
-
-def causal_mask(seq_len):
-    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
-
-
-def test_exercise_reference_solutions_pass():
-    assert lectorch.check("views-transpose-strides", transposed_strides).passed
-    assert lectorch.check("views-storage-index", 29).passed
-    assert lectorch.check("views-which-copy", "fhjk").passed
-    assert lectorch.check("views-which-copy", {"F", "h", "j", "k"}).passed
-    assert lectorch.check("views-causal-mask", causal_mask).passed
-
-
-def test_which_copy_expected_is_asked_to_torch():
-    assert ex_views.copying_ops() == {"f", "h", "j", "k"}
-
-
-@pytest.mark.parametrize(
-    "exercise, answer, message",
-    [
-        ("views-transpose-strides", lambda s, a, b: contiguous_strides(s), "wrong order"),
-        ("views-transpose-strides", lambda s, a, b: [1] * len(s), "not the strides"),
-        ("views-transpose-strides", lambda s, a, b: "strides", "tuple of ints"),
-        ("views-storage-index", 19, "storage offset"),
-        ("views-storage-index", 27, "every third column"),
-        ("views-storage-index", 24, "stride[0]"),
-        ("views-storage-index", 30, "too large"),
-        ("views-which-copy", "fh", "missing"),
-        ("views-which-copy", "afhjk", "view"),
-        ("views-which-copy", "fhjkz", "no operation"),
-        ("views-which-copy", 3, "letters"),
-        ("views-causal-mask", lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool)), "MAY attend"),
-        ("views-causal-mask", lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool)), "diagonal"),
-        ("views-causal-mask", lambda n: torch.triu(torch.ones(n, n), diagonal=1), "bool"),
-        ("views-causal-mask", lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), -1), "future"),
-        ("views-causal-mask", lambda n: torch.ones(n, n + 1, dtype=torch.bool), "shape"),
-        ("views-causal-mask", lambda n: [[True]], "tensor"),
-    ],
-)
-def test_exercise_wrong_answers_fail_with_a_useful_message(exercise, answer, message):
-    result = lectorch.check(exercise, answer)
-    assert result.status == "failed", result
-    assert message in result.message
-    assert "29" not in result.message  # never reveal the expected storage index
-
-
-def _raises(*args):
-    raise NotImplementedError
-
-
-@pytest.mark.parametrize("exercise", ["views-transpose-strides", "views-causal-mask"])
-def test_function_stubs_are_not_implemented(exercise):
-    assert lectorch.check(exercise, _raises).status == "not implemented"
-    assert lectorch.check(exercise, lambda *a: ...).status == "not implemented"
-
-
-@pytest.mark.parametrize("exercise", ["views-storage-index", "views-which-copy"])
-def test_value_stubs_are_not_implemented(exercise):
-    assert lectorch.check(exercise, ...).status == "not implemented"
+# The chapter's exercises are tested in tests/test_exercises_views.py.

@@ -18,13 +18,23 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def build(output: Path, *, builder: str = "html") -> subprocess.CompletedProcess:
-    """Run jupyter-book with execution off and -n -W --keep-going; return the finished process."""
+def build(output: Path, *, builder: str = "html", language: str | None = None,
+          execute: str = "off") -> subprocess.CompletedProcess:
+    """Run jupyter-book with -n -W --keep-going (execution off by default); return the finished process.
+
+    ``language`` builds that translation (e.g. "zh_CN", from locales/); ``builder`` "gettext"
+    extracts the message catalogs into OUTPUT/_build/gettext.
+    """
     output = Path(output)
     if output.exists():
         shutil.rmtree(output)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["execute_notebooks"] = "off"
+    config["execute"]["execute_notebooks"] = execute
+    config["execute"]["cache"] = str(ROOT / config["execute"].get("cache", "_build/.jupyter_cache"))
+    sphinx_config = config["sphinx"]["config"]
+    sphinx_config["locale_dirs"] = [str(ROOT / d) for d in sphinx_config.get("locale_dirs", [])]
+    if language:
+        sphinx_config["language"] = language
     # the temporary config lives elsewhere: make its local-extension paths absolute
     local = config.get("sphinx", {}).get("local_extensions", {})
     for name, path in local.items():
@@ -34,8 +44,9 @@ def build(output: Path, *, builder: str = "html") -> subprocess.CompletedProcess
         cfg.write_text(yaml.safe_dump(config, sort_keys=False))
         cmd = [
             str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "--path-output", str(output),
-            "--config", str(cfg), "--builder", builder, "-n", "-W", "--keep-going", "--all",
+            "--config", str(cfg), "-n", "-W", "--keep-going", "--all",
         ]
+        cmd += ["--builder", "custom", "--custom-builder", builder] if builder == "gettext" else ["--builder", builder]
         return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
 
 

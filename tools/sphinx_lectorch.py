@@ -11,11 +11,65 @@
 jupyter-book 1 always loads sphinx-thebe, which registers its configuration script twice under
 Sphinx 7 ("Identifier 'THEBE_JS_URL' has already been declared" in the console) and points at a
 CDN. The book has no thebe button (launch_buttons.thebe is false), so the scripts are removed.
+
+4. Render lectorch's own mime types. A panel (``application/vnd.lectorch.panel+json``) becomes
+   plain HTML controls: live ones are recomputed in the page by ``book_static/lectorch-live.js``
+   from the data that :func:`lectorch.widgets.live.export_data` exports at build time; the others
+   show their last result with disabled controls and a "snapshot" line. A checker result
+   (``application/vnd.lectorch.check+json``) shows what the checker tests, never "Correct".
+   myst-nb sends a mime type it does not know to ``NbElementRenderer.render_unhandled``; its
+   plugin mechanism needs an entry point of an installed package, which would put book tooling
+   into lectorch, so this extension extends ``render_unhandled`` instead (and raises the two
+   mime types above the widget view in the html builders' priority list).
+   Stored progress bars (tqdm) become plain HTML too. A page whose widgets are all rendered so
+   loads no widget manager (3.6 MB) and no widget state.
+5. The install line of the chapters' first cell and of the running page (``{lectorch-install}``),
+   built from the one setting ``repository.url`` of ``_config.yml``.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import math
+import re
+from pathlib import Path
+
+import yaml
 from docutils import nodes
+from docutils.parsers.rst import Directive
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The marker comment that opens every chapter's install cell (a test finds the cell by it).
+INSTALL_MARKER = "# Install lectorch (the course's helper package) where it is missing, e.g. on Colab."
+
+
+def repository_url(root: Path = ROOT) -> str:
+    """The repository's URL: the one setting ``repository.url`` of ``_config.yml``."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    return config["repository"]["url"].rstrip("/")
+
+
+def lectorch_version(root: Path = ROOT) -> str:
+    """lectorch's version from ``pyproject.toml`` (the install line pins the tag ``v<version>``)."""
+    text = (root / "pyproject.toml").read_text()
+    return re.search(r'^version = "([^"]+)"', text, re.M).group(1)
+
+
+def install_command(root: Path = ROOT) -> str:
+    """The one pinned install line of lectorch, e.g. ``pip install "lectorch @ git+URL@v0.1.0"``."""
+    return f'pip install "lectorch @ git+{repository_url(root)}@v{lectorch_version(root)}"'
+
+
+def install_cell_source(root: Path = ROOT) -> str:
+    """The first code cell of every chapter: install lectorch when it is not importable."""
+    return (f"{INSTALL_MARKER}\n"
+            "try:\n"
+            "    import lectorch\n"
+            "except ImportError:\n"
+            f"    %{install_command(root).replace('pip install', 'pip install -q', 1)}")
 
 MARKERS = ("# NBVAL_IGNORE_OUTPUT",)
 
@@ -61,8 +115,244 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
             context[key] = [asset for asset in context[key] if not _is_thebe(asset)]
 
 
+PANEL_MIME = "application/vnd.lectorch.panel+json"
+CHECK_MIME = "application/vnd.lectorch.check+json"
+HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
+STATIC = ROOT / "tools" / "book_static"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _widget_state(source: str) -> dict:
+    """The widget state stored in a notebook's metadata (the panels' last results live there)."""
+    path = Path(source)
+    if path.suffix != ".ipynb" or not path.exists():
+        return {}
+    meta = json.loads(path.read_text()).get("metadata", {})
+    return meta.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+
+
+def _control_html(spec: dict, disabled: bool) -> str:
+    name, kind = spec["name"], spec["kind"]
+    attrs = f'data-control="{html.escape(name)}" aria-label="{html.escape(spec["label"])}"'
+    attrs += " disabled" if disabled else ""
+    readout = ""
+    if kind in ("selection-slider", "select"):
+        index = spec.get("index") or 0
+        if kind == "select":
+            options = "".join(f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(str(lab))}</option>'
+                              for i, lab in enumerate(spec["labels"]))
+            widget = f"<select {attrs}>{options}</select>"
+        else:
+            widget = f'<input type="range" min="0" max="{len(spec["values"]) - 1}" step="1" value="{index}" {attrs}>'
+            readout = html.escape(str(spec["labels"][index]))
+    elif kind == "log-slider":
+        exp = math.log(spec["value"], spec["base"])
+        widget = (f'<input type="range" min="{spec["min"]}" max="{spec["max"]}" step="{spec["step"]}" '
+                  f'value="{exp:.6g}" {attrs}>')
+        readout = f'{spec["value"]:.3g}'
+    elif kind in ("int-slider", "float-slider"):
+        widget = (f'<input type="range" min="{spec["min"]}" max="{spec["max"]}" step="{spec["step"]}" '
+                  f'value="{spec["value"]}" {attrs}>')
+        readout = f'{spec["value"]:,}' if kind == "int-slider" else f'{spec["value"]:.3g}'
+    elif kind == "checkbox":
+        widget = f'<input type="checkbox"{" checked" if spec["value"] else ""} {attrs}>'
+    elif kind == "number":
+        bounds = "".join(f' {k}="{spec[k]}"' for k in ("min", "max") if spec.get(k) is not None)
+        widget = f'<input type="number" value="{spec["value"]}"{bounds} {attrs}>'
+    else:
+        widget = f'<input type="text" value="{html.escape(str(spec["value"]))}" size="40" {attrs}>'
+    out = f'<output data-readout="{html.escape(name)}">{readout}</output>' if kind.endswith("slider") else ""
+    return (f'<label class="lp-control lp-{kind}"><span class="lp-label">{html.escape(spec["label"])}</span>'
+            f"{widget}{out}</label>")
+
+
+def panel_html(data: dict, meta: dict, state: dict) -> str:
+    """The static page's form of a panel (see the module docstring)."""
+    live = data.get("live")
+    specs = meta.get("controls", [])
+    controls = "".join(_control_html(spec, disabled=True) for spec in specs)
+    title = html.escape(data.get("title", ""))
+    if live:
+        note = ("computed in this page from lectorch's data (no kernel needed); "
+                "run the notebook for the parts that measure")
+        result = '<div class="lp-result" aria-live="polite"></div>'
+        attrs = f' data-live="{html.escape(live)}" data-controls="{html.escape(json.dumps(specs))}"'
+    else:
+        device = html.escape(meta.get("device", "this machine"))
+        note = f"snapshot of a run on {device} — run the notebook to explore"
+        stored = state.get(meta.get("result_model", ""), {}).get("state", {}).get("value", "")
+        result = f'<div class="lp-result">{stored}</div>'
+        attrs = ' data-snapshot="true"'
+    return (f'<div class="lectorch-panel"{attrs}><div class="lp-title">{title}</div>'
+            f'<form class="lp-controls" onsubmit="return false">{controls}</form>'
+            f'<p class="lp-note">{note}</p>{result}</div>')
+
+
+def check_html(data: dict) -> str:
+    """A checker cell's output in the static page: what the checker tests, not a verdict."""
+    summary = html.escape(data.get("summary") or "")
+    exercise = html.escape(data.get("exercise") or "")
+    return (f'<div class="lectorch-check" data-exercise="{exercise}"><span class="lc-label">checker</span> '
+            f"{summary}. <i>Run the notebook to get feedback on your answer.</i></div>")
+
+
+def _patch_myst_nb() -> None:
+    from myst_nb.core.render import NbElementRenderer
+
+    if getattr(NbElementRenderer, "_lectorch_patched", False):
+        return
+    original = NbElementRenderer.render_unhandled
+
+    def render_unhandled(self, data):
+        if data.mime_type == PANEL_MIME:
+            source = self.renderer.document["source"]
+            meta = (data.output_metadata or {}).get(PANEL_MIME, {})
+            return [nodes.raw("", panel_html(data.content, meta, _widget_state(source)), format="html")]
+        if data.mime_type == CHECK_MIME:
+            return [nodes.raw("", check_html(data.content), format="html")]
+        return original(self, data)
+
+    NbElementRenderer.render_unhandled = render_unhandled
+    NbElementRenderer._lectorch_patched = True
+
+
+def _config_inited(app, config) -> None:
+    overrides = list(config.nb_mime_priority_overrides or [])
+    for builder in HTML_BUILDERS:
+        overrides += [(builder, PANEL_MIME, 1), (builder, CHECK_MIME, 2)]
+    for builder in ("latex", "text", "linkcheck", "gettext"):
+        overrides += [(builder, PANEL_MIME, None), (builder, CHECK_MIME, None)]
+    config.nb_mime_priority_overrides = overrides
+    config.html_static_path = list(config.html_static_path) + [str(STATIC)]
+
+
+def _write_live_data(app) -> None:
+    if app.builder.format != "html":
+        return
+    from lectorch.widgets.live import export_data
+
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(export_data(), sort_keys=True)
+    (static / "lectorch-live-data.js").write_text(f"window.LECTORCH_LIVE_DATA = {body};\n")
+
+
+def progress_html(model_id: str, state: dict) -> str | None:
+    """A stored progress bar (tqdm's HBox of HTML, progress, HTML) as plain HTML, else None."""
+    model = state.get(model_id, {})
+    if model.get("model_name") != "HBoxModel":
+        return None
+    children = [state.get(ref.removeprefix("IPY_MODEL_"), {}) for ref in model.get("state", {}).get("children", [])]
+    names = [c.get("model_name") for c in children]
+    if names != ["HTMLModel", "FloatProgressModel", "HTMLModel"] and names != ["HTMLModel", "IntProgressModel", "HTMLModel"]:
+        return None
+    left, bar, right = (c.get("state", {}) for c in children)
+    return (f'<div class="lectorch-progress">{left.get("value", "")} '
+            f'<progress value="{bar.get("value", 0)}" max="{bar.get("max", 1)}"></progress> '
+            f'{right.get("value", "")}</div>')
+
+
+class StaticProgressBars(SphinxPostTransform):
+    """Progress bars (tqdm in a notebook) become plain HTML: no widget manager for a progress bar."""
+
+    default_priority = 5  # after myst-nb's SelectMimeType (4)
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        state = None
+        for node in list(self.document.findall(nodes.raw)):
+            text = node.astext()
+            if WIDGET_VIEW not in text:
+                continue
+            match = re.search(r'"model_id":\s*"([^"]+)"', text)
+            if state is None:
+                state = _widget_state(self.document["source"])
+            static = progress_html(match.group(1), state) if match else None
+            if static is not None:
+                node.replace_self(nodes.raw("", static, format="html"))
+
+
+def _uses_widget_manager(doctree) -> bool:
+    return any(WIDGET_VIEW in node.astext() for node in doctree.findall(nodes.raw))
+
+
+def _drop_unused_widget_manager(app, pagename, templatename, context, doctree) -> None:
+    if doctree is None or _uses_widget_manager(doctree):
+        return
+    def keep(asset) -> bool:
+        name = str(getattr(asset, "filename", asset) or "")
+        kind = str(getattr(asset, "attributes", {}).get("type", ""))
+        return "html-manager" not in name and kind != "application/vnd.jupyter.widget-state+json"
+    if "script_files" in context:
+        context["script_files"] = [a for a in context["script_files"] if keep(a)]
+
+
+GPU_MARK = ('<span class="lectorch-gpu-mark" title="this cell needs a CUDA GPU to show what it teaches; '
+            'on a CPU it says what a GPU would show">GPU</span>')
+
+
+def _mark_gpu_cells(app, doctree) -> None:
+    """Cells tagged ``gpu`` get the visible mark that the GPU admonition promises."""
+    for cell in list(doctree.findall(nodes.container)):
+        if "tag_gpu" in cell.get("classes", []):
+            cell.insert(0, nodes.raw("", GPU_MARK, format="html"))
+
+
+def chapter_number(docname: str) -> int | None:
+    """The course number of a chapter page ("chapters/05_flops_mfu" → 5), None for other pages."""
+    match = re.match(r"chapters/(\d\d)_", docname)
+    return int(match.group(1)) if match else None
+
+
+def _number_per_chapter(app, env) -> None:
+    """Number exercises, solutions and figures per chapter: "Exercise 5.2", "Fig. 5.1" (not across the book)."""
+    for docname, by_type in env.toc_fignumbers.items():
+        chapter = chapter_number(docname)
+        for figtype, numbers in by_type.items():
+            order = sorted(numbers, key=lambda key: numbers[key])
+            for i, key in enumerate(order, start=1):
+                numbers[key] = (chapter, i) if chapter is not None else (i,)
+    return []
+
+
+class InstallDirective(Directive):
+    """``{lectorch-install}``: a code block with the one pinned install line (from ``_config.yml``)."""
+
+    has_content = False
+
+    def run(self):
+        text = f"%{install_command().replace('pip install', 'pip install -q', 1)}"
+        block = nodes.literal_block(text, text)
+        block["language"] = "ipython3"
+        return [block]
+
+
+class CloneDirective(Directive):
+    """``{lectorch-clone}``: ``git clone <repository.url>`` and the make target, as a bash block."""
+
+    has_content = False
+
+    def run(self):
+        text = f"git clone {repository_url()} lectorch && cd lectorch\nmake lab"
+        block = nodes.literal_block(text, text)
+        block["language"] = "bash"
+        return [block]
+
+
 def setup(app):
+    _patch_myst_nb()
     app.add_js_file(None, body=MATHJAX2_ADAPTER, priority=100)
+    app.add_js_file("lectorch-live-data.js", priority=500)
+    app.add_js_file("lectorch-live.js", priority=501, defer="defer")
+    app.add_css_file("lectorch.css")
+    app.add_directive("lectorch-install", InstallDirective)
+    app.add_directive("lectorch-clone", CloneDirective)
+    app.add_post_transform(StaticProgressBars)
+    app.connect("config-inited", _config_inited)
+    app.connect("builder-inited", _write_live_data)
     app.connect("doctree-read", _hide_test_markers)
+    app.connect("doctree-read", _mark_gpu_cells)
+    app.connect("env-get-updated", _number_per_chapter, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _drop_unused_widget_manager, priority=901)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,6 +7,9 @@ version (same names, body ``...`` or ``raise NotImplementedError``). The markdow
 and close the hidden solution (``{solution-start}`` / ``{solution-end}``) are dropped, outputs are
 cleared, and the checker cells are kept, so a student runs a cell and sees "not implemented yet"
 until the exercise is done.
+
+The edition holds only notebooks and their includes: never the instructor's ``grading/`` folder
+(hidden cases, plain expected values) nor a grading bundle; writing it over either is refused.
 """
 
 from __future__ import annotations
@@ -44,9 +47,23 @@ def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbfor
     return out
 
 
+FORBIDDEN = ("grading", "grading-bundle")
+
+
+def _check_output(output: Path) -> None:
+    resolved = output.resolve()
+    for name in FORBIDDEN:
+        if resolved == (ROOT / name).resolve() or resolved.is_relative_to((ROOT / name).resolve()):
+            raise ValueError(f"{output} is the instructor's {name}/ folder: write the student edition elsewhere")
+    leftovers = [p for p in output.rglob("*") if p.name in FORBIDDEN or p.suffix == ".pt"] if output.exists() else []
+    if leftovers:
+        raise ValueError(f"{output} already holds grading material ({leftovers[0]}): remove it first")
+
+
 def write_student_edition(output: Path) -> list[Path]:
     """Write every chapter's student notebook (and the files they include) into ``output``."""
     output = Path(output)
+    _check_output(output)
     output.mkdir(parents=True, exist_ok=True)
     written = []
     for path in sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")):

@@ -1,13 +1,27 @@
-"""Exercises of chapter 06, gradients and the 6× rule."""
+"""Exercises of chapter 06, gradients and the 6× rule.
+
+- ``backprop-mlp-backward`` (implement, the warm-up): the backward FLOPs of a stack of linear layers.
+- ``backprop-time-ratio`` (predict, then measure): backward time over forward time.
+- ``backprop-tied-flops`` (derive): the training FLOPs of an autoencoder whose decoder is the
+  transpose of its encoder (tied weights).
+- ``backprop-skip-grads`` (implement): the weight gradients of a ReLU layer with a skip connection,
+  by hand.
+
+Expected values are sealed; the plain values and the hidden cases live in ``grading/backprop.py``.
+Every function case's expected value comes from torch itself (FlopCounterMode, autograd).
+"""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import torch
 
-from lectorch.backprop import mlp_flops
-from lectorch.exercises import Case, Exercise, register
+from lectorch.backprop import make_mlp, measured_flops, mlp_flops
+from lectorch.exercises import Case, Exercise, Sealed, register
+
+# --- backward FLOPs of an MLP (warm-up) ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -27,21 +41,51 @@ def _compare_backward(got, expected: _Backward) -> str | None:
     if got == expected.value:
         return None
     if got == expected.forward:
-        return (f"{got!r} is too small: that counts the weight gradients only; every layer after the first also "
-                "needs its input gradient.")
+        return ("your count equals the forward pass: that counts one matmul per layer, but the "
+                "backward pass of a layer may need two.")
     if got == expected.all_inputs:
-        return f"{got!r} is too large: the first layer needs no input gradient when x does not require grad."
+        return "your count is too large when x does not require grad: which gradient is nobody's?"
     if got == expected.value + expected.forward:
-        return f"{got!r} is too large: that includes the forward pass; count the backward pass only."
+        return "your count is too large: it seems to include the forward pass; count the backward pass only."
     return f"{got!r} is {'too large' if got > expected.value else 'too small'}."
 
 
-def _backward_case(batch, widths, input_requires_grad, description):
-    flops = mlp_flops(batch, widths, input_requires_grad=input_requires_grad)
-    everything = mlp_flops(batch, widths, input_requires_grad=True)
-    expected = _Backward(flops.backward, flops.forward, everything.backward)
-    return Case(args=(batch, widths), kwargs={"input_requires_grad": input_requires_grad}, expected=expected,
-                description=description)
+def counted_backward(batch: int, widths, input_requires_grad: bool) -> _Backward:
+    """Backward FLOPs counted by FlopCounterMode on the meta device (torch's own count)."""
+    with torch.device("meta"):
+        model = make_mlp(list(widths))
+        x = torch.empty(batch, widths[0])
+    x.requires_grad_(input_requires_grad)
+    m = measured_flops(model, x)
+    x_grad = measured_flops(model, x.detach().requires_grad_(True))
+    return _Backward(m.backward, m.forward, x_grad.backward)
+
+
+def predicted_backward(batch: int, widths, input_requires_grad: bool) -> _Backward:
+    """The same numbers from lectorch's predictor (tests/test_backprop.py checks it against the counter)."""
+    f, everything = mlp_flops(batch, widths, input_requires_grad=input_requires_grad), mlp_flops(
+        batch, widths, input_requires_grad=True)
+    return _Backward(f.backward, f.forward, everything.backward)
+
+
+def backward_case(batch, widths, input_requires_grad, description, *, count: bool = True) -> Case:
+    """A case whose expected value FlopCounterMode counts (``count=False``: lectorch predicts it,
+    which is cheap enough to do at import time for the public cases)."""
+    expected = (counted_backward if count else predicted_backward)(batch, widths, input_requires_grad)
+    return Case(args=(batch, list(widths)), kwargs={"input_requires_grad": input_requires_grad},
+                expected=expected, description=description)
+
+
+def random_mlp_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        depth = rng.randint(1, 5)
+        widths = [rng.randint(1, 300) for _ in range(depth + 1)]
+        batch = rng.randint(1, 64)
+        grad = rng.random() < 0.5
+        cases.append(backward_case(batch, widths, grad, f"random widths {widths}, batch {batch}, "
+                                   f"input_requires_grad={grad}"))
+    return cases
 
 
 register(
@@ -49,66 +93,113 @@ register(
         id="backprop-mlp-backward",
         title="backward_flops(batch, widths, input_requires_grad=False) of a stack of linear layers",
         kind="function",
-        hint="layer i (D_i → D_{i+1}) costs 2·B·D_i·D_{i+1} for its weight gradient, and as much again for "
-             "its input gradient, which the first layer needs only if x requires grad.",
+        hint=("Go layer by layer from the loss backwards: which matmuls does each layer's backward do, "
+              "and what does each cost next to its forward matmul?",
+              "The first layer's input is x: does anyone need ∂x when x does not require grad?"),
         compare=_compare_backward,
         cases=(
-            _backward_case(32, [256, 256, 256, 10], False, "a 3-layer net, x is data"),
-            _backward_case(32, [256, 256, 256, 10], True, "the same net, x requires grad"),
-            _backward_case(7, [100, 3, 50, 2], False, "uneven widths"),
-            _backward_case(1, [5, 1], False, "one layer"),
-            _backward_case(1, [5, 1], True, "one layer, x requires grad"),
+            backward_case(32, [256, 256, 256, 10], False, "a 3-layer net, x is data", count=False),
+            backward_case(32, [256, 256, 256, 10], True, "the same net, x requires grad", count=False),
+            backward_case(1, [5, 1], False, "one layer", count=False),
         ),
+        generate=random_mlp_cases,
+        summary="runs backward_flops on 3 example nets and 3 random ones, against FlopCounterMode's count",
     )
 )
+
+# --- backward / forward time (predict, then measure) ----------------------------------------------
 
 register(
     Exercise(
-        id="backprop-training-flops",
-        title="training FLOPs of 1.3e9 parameters on 26e9 tokens by the 6 × tokens × parameters rule",
-        kind="value",
-        expected=6 * 1.3e9 * 26e9,
-        rtol=1e-3,
-        hint="2 FLOPs per parameter and token forward, 4 backward.",
-        slips={
-            1 / 3: "that is the forward pass alone (2 × tokens × parameters).",
-            2 / 3: "that is the backward pass alone (4 × tokens × parameters); add the forward.",
-            1 / 2: "a multiply-add is 2 FLOPs, not 1.",
-            1 / 6: "that is tokens × parameters: each costs 6 FLOPs in training.",
-        },
+        id="backprop-time-ratio",
+        title="backward time / forward time of a deep stack of linear layers",
+        kind="prediction",
+        expected=Sealed("n|0.18|0.0|1e5ba06b215c5ef1e3f7c520|cf9d8fad353590c561e5c7b9"),
+        hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
+              "forward's size does the backward pass of one layer do?",),
+        slips={0.5: "the backward pass does more work than the forward pass, not less.",
+               1.5: "that counts the forward pass too; the question is backward over forward."},
     )
 )
 
+# --- training FLOPs with tied weights (derive) ----------------------------------------------------
 
-def _grads(x, w1, w2):
+register(
+    Exercise(
+        id="backprop-tied-flops",
+        title="training FLOPs of a tied-weight autoencoder, B=64, D=512, H=128",
+        kind="value",
+        expected=Sealed("n|1e-09|0.0|6a1541337b4436bf2366680d|dd52d6ba419344162b0474d8"),
+        hint=("Count uses, not parameters: W takes part in two matmuls forward; each of them has its "
+              "own backward matmuls.",
+              "The decoder's input h is an activation (its gradient is needed); the encoder's input x "
+              "is data."),
+        slips={0.6: "that is the 6 × tokens × parameters rule; the rule assumes one use per parameter.",
+               1.2: "x is data: the encoder's input gradient is never computed.",
+               0.4: "that is the forward pass alone.",
+               0.8: "the decoder needs the gradient of its input h too, not only of W."},
+    )
+)
+
+# --- gradients through a ReLU and a skip connection (implement) -----------------------------------
+
+
+def skip_grads_autograd(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor):
+    """(∂w1, ∂w2) of ((relu(x @ w1) + x) @ w2).sum(), by autograd."""
     w1, w2 = w1.clone().requires_grad_(True), w2.clone().requires_grad_(True)
-    (x @ w1 @ w2).sum().backward()
+    ((torch.relu(x @ w1) + x) @ w2).sum().backward()
     return w1.grad, w2.grad
 
 
-def _int_tensor(gen, *shape):
+def _int_tensor(gen: torch.Generator, *shape: int) -> torch.Tensor:
     return torch.randint(-3, 4, shape, generator=gen).to(torch.float64)
 
 
-def _grad_cases():
-    gen = torch.Generator().manual_seed(6)
-    cases = []
-    for (b, d, k), description in [((2, 3, 2), "B=2, D=3, K=2"), ((1, 2, 1), "a single example"),
-                                   ((4, 5, 3), "B=4, D=5, K=3"), ((3, 1, 4), "D=1")]:
-        x, w1, w2 = _int_tensor(gen, b, d), _int_tensor(gen, d, d), _int_tensor(gen, d, k)
-        cases.append(Case(args=(x, w1, w2), expected=_grads(x, w1, w2), description=description))
-    return tuple(cases)
+def skip_case(seed: int, b: int, d: int, k: int, description: str) -> Case:
+    gen = torch.Generator().manual_seed(seed)
+    x, w1, w2 = _int_tensor(gen, b, d), _int_tensor(gen, d, d), _int_tensor(gen, d, k)
+    return Case(args=(x, w1, w2), expected=skip_grads_autograd(x, w1, w2), description=description)
+
+
+def random_skip_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    out = []
+    for _ in range(n):
+        b, d, k = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
+        out.append(skip_case(rng.randrange(2**31), b, d, k, f"random integers, B={b}, D={d}, K={k}"))
+    return out
+
+
+def _compare_grads(got, expected) -> str | None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return the pair (grad_w1, grad_w2)."
+    for name, g, e in zip(("grad_w1", "grad_w2"), got, expected):
+        if not isinstance(g, torch.Tensor):
+            return f"{name} should be a tensor, got {type(g).__name__}."
+        if tuple(g.shape) != tuple(e.shape):
+            if tuple(g.shape) == tuple(e.shape)[::-1]:
+                return f"{name} has the transposed shape {tuple(g.shape)}: a weight's gradient has the weight's shape."
+            return f"{name} has shape {tuple(g.shape)}: a weight's gradient has the weight's shape."
+        if not torch.equal(g.detach().to(e.dtype), e):
+            return f"{name} has the right shape but different values."
+    return None
 
 
 register(
     Exercise(
-        id="backprop-exact-gradient",
-        title="two_layer_grads(x, w1, w2): the gradients of (x @ w1 @ w2).sum() by hand",
+        id="backprop-skip-grads",
+        title="skip_grads(x, w1, w2): the gradients of ((relu(x @ w1) + x) @ w2).sum() by hand",
         kind="function",
-        rtol=0.0,
-        atol=0.0,
-        hint="∂loss/∂h2 is all ones (B×K); then ∂w2 = h1ᵀ @ ∂h2, ∂h1 = ∂h2 @ w2ᵀ, ∂w1 = xᵀ @ ∂h1. "
-             "Return the pair (grad_w1, grad_w2).",
-        cases=_grad_cases(),
+        hint=("Write the forward pass in named steps (z = x @ w1, a = relu(z), s = a + x, out = s @ w2) "
+              "and go back one step at a time: which tensor does each weight gradient multiply?",
+              "A sum passes its gradient unchanged to both inputs; a ReLU passes it only where its input "
+              "was positive (torch takes the derivative at 0 to be 0)."),
+        compare=_compare_grads,
+        cases=(
+            skip_case(6, 2, 3, 2, "B=2, D=3, K=2"),
+            skip_case(7, 1, 2, 1, "a single example"),
+            skip_case(8, 4, 5, 3, "B=4, D=5, K=3"),
+        ),
+        generate=random_skip_cases,
+        summary="runs skip_grads on 6 small integer cases (3 random) and compares with autograd, exactly",
     )
 )

@@ -1,16 +1,23 @@
-"""Exercises of chapter 02, device placement."""
+"""Exercises of chapter 02, device placement.
 
-from lectorch.device import allocator_bytes
-from lectorch.exercises import Case, Exercise, register
-from lectorch.memory import tensor_bytes
-from lectorch.transfer import transfer_seconds
+Expected values are sealed; the plain values and the hidden cases live in ``grading/device.py``.
+The timing exercise runs the student's function against :class:`SimulatedStream`, a deterministic
+stand-in for an asynchronous GPU stream (its clock only moves when the host works or waits).
+"""
+
+from __future__ import annotations
+
+import numbers
+import random
+
+from lectorch.exercises import Case, Exercise, Sealed, register
 
 register(
     Exercise(
         id="device-gpu-bytes",
         title="the bytes of a float16 tensor created on the GPU",
         kind="value",
-        expected=tensor_bytes((256, 4096), "fp16"),
+        expected=Sealed("n|1e-09|0.0|593e84f1bd3e6217afdbcf8d|586341ed23ddd753d14114a2"),
         hint="elements × bytes per element; where the tensor lives does not change its size.",
         slips={
             2.0: "float16 has 2 bytes per element, not 4.",
@@ -21,42 +28,157 @@ register(
 )
 
 
-def _predicted_delta(tensors):
-    return sum(allocator_bytes(tensor_bytes(shape, dtype)) for shape, dtype in tensors)
+# ------------------------------------------------------------------ allocator readings, with a peak
+
+
+def compare_readings(got, expected) -> str | None:
+    """(final growth, peak growth) of memory_allocated, both exact."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return a pair: (growth at the end, growth at the peak)."
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in got):
+        return f"return whole numbers of bytes, got {got!r}."
+    final, peak = got
+    if peak < final:
+        return "the peak can never be below the final reading."
+    if final != expected[0]:
+        return f"the growth at the end ({final}) is {'too large' if final > expected[0] else 'too small'}."
+    if peak != expected[1]:
+        return f"the peak ({peak}) is {'too large' if peak > expected[1] else 'too small'}."
+    return None
 
 
 register(
     Exercise(
-        id="device-allocated-delta",
-        title="predicted_delta(tensors) predicts torch.cuda.memory_allocated's growth",
+        id="device-allocated-peak",
+        title="predict_readings(events): memory_allocated's growth at the end and at the peak",
         kind="function",
-        hint="for each (shape, dtype): bytes = elements × bytes per element, rounded UP to a multiple of 512; then sum.",
-        cases=tuple(
-            Case(args=(tensors,), expected=_predicted_delta(tensors), description=desc)
-            for tensors, desc in [
-                ([((32, 32), "fp32"), ((32, 32), "fp32")], "the lecture's two 32×32 float32 matrices"),
-                ([((3,), "fp32")], "one tiny tensor"),
-                ([((100,), "fp16"), ((100,), "fp16")], "two small float16 vectors"),
-                ([((1000,), "fp32")], "1000 float32 numbers"),
-                ([((16, 16), "bf16"), ((64, 64), "fp32"), ((7,), "int64")], "three tensors of different dtypes"),
-            ]
+        hint=("the allocator hands out whole blocks: how big is the block of each tensor?",
+              "walk through the events in order, keeping the bytes currently allocated; the peak is "
+              "the largest that running total ever gets."),
+        compare=compare_readings,
+        cases=(
+            Case(args=([("alloc", "a", (32, 32), "fp32"), ("alloc", "b", (32, 32), "fp32")],),
+                 expected=(8192, 8192), description="the lecture's two 32×32 float32 matrices"),
+            Case(args=([("alloc", "t", (3,), "fp32")],), expected=(512, 512), description="three floats"),
+            Case(args=([("alloc", "a", (3,), "fp32"), ("alloc", "b", (5,), "fp16")],), expected=(1024, 1024),
+                 description="two tiny tensors of different dtypes"),
+            Case(args=([("alloc", "tmp", (1024, 1024), "fp32"), ("free", "tmp"), ("alloc", "k", (256,), "fp32")],),
+                 expected=(1024, 4194304), description="a temporary freed before a small tensor"),
+            Case(args=([("alloc", "x", (100,), "fp16"), ("alloc", "y", (0,), "fp32"), ("free", "x")],),
+                 expected=(0, 512), description="an empty tensor, and everything freed"),
         ),
+        summary="runs your function on 5 example event lists (hidden ones when graded): the final "
+                "growth and the peak, both exact",
     )
 )
 
+
+# ------------------------------------------------------------------ predict, then measure: a copy
+
 register(
     Exercise(
-        id="device-pcie-seconds",
-        title="the seconds to load 7B bf16 parameters over PCIe 4.0 x16",
-        kind="value",
-        expected=transfer_seconds(7e9 * 2, 31.5e9),
-        rtol=2e-3,
-        hint="seconds = bytes / (bytes per second); bytes = parameters × bytes per parameter; 1 GB = 1e9 bytes.",
+        id="device-h2d-seconds",
+        title="the seconds to copy 256 MiB of bf16 over PCIe 5.0 x16",
+        kind="prediction",
+        expected=Sealed("n|0.25|0.0|1ba353da841d2558d005f088|c798fa59b2b4cb283fc1009d"),
+        hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
+              "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={
-            2.0: "bf16 has 2 bytes per parameter; you used 4 (fp32).",
-            0.5: "each bf16 parameter is 2 bytes, not 1.",
+            2.0: "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
             8.0: "GB/s counts bytes: no factor of 8 for bits here.",
             1000.0: "the answer is in seconds, not milliseconds.",
+            1 / 2: "half the physics: count 2 bytes per bf16 element.",
         },
+    )
+)
+
+
+# ------------------------------------------------------------------ debug: timing an asynchronous copy
+
+
+class SimulatedStream:
+    """A deterministic stand-in for a GPU stream, with its own clock.
+
+    ``copy()`` costs the host ``launch_s`` and queues ``work_s`` of device work (the first call also
+    pays ``cold_s`` once, like a first CUDA call); ``synchronize()`` waits until the queue is empty;
+    ``clock()`` reads the host's time. A timing that forgets to wait, or includes the first call,
+    reads a different time than the copies take.
+
+    >>> s = SimulatedStream(work_s=1e-3, launch_s=5e-6, cold_s=0.05)
+    >>> s.copy(); s.clock() < 1e-3
+    True
+    >>> s.synchronize(); round(s.clock(), 6)
+    0.051005
+    """
+
+    def __init__(self, work_s: float, launch_s: float, cold_s: float) -> None:
+        self.work_s, self.launch_s, self.cold_s = work_s, launch_s, cold_s
+        self.now = 0.0
+        self.busy_until = 0.0
+        self.calls = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def copy(self) -> None:
+        self.now += self.launch_s
+        cost = self.work_s + (self.cold_s if self.calls == 0 else 0.0)
+        self.busy_until = max(self.now, self.busy_until) + cost
+        self.calls += 1
+
+    def synchronize(self) -> None:
+        self.now = max(self.now, self.busy_until)
+
+
+def stream_case(work_s: float, launch_s: float, cold_s: float, repeats: int, description: str) -> Case:
+    """A case: time ``repeats`` copies on a fresh simulated stream, started idle and waited for.
+
+    The expected seconds per copy: the device's work, plus the launch of the first copy spread over
+    the loop (or, when launching is slower than the work, the launches themselves)."""
+    s = SimulatedStream(work_s, launch_s, cold_s)
+    if work_s >= launch_s:
+        total = launch_s + repeats * work_s
+    else:
+        total = repeats * launch_s + work_s
+    return Case(args=(s.copy, s.synchronize, s.clock), kwargs={"repeats": repeats},
+                expected=total / repeats, description=description)
+
+
+def compare_timing(got, expected) -> str | None:
+    """Seconds per copy, within 5% of what the simulated device spent on each."""
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        return f"return seconds per copy (a number), got {type(got).__name__}."
+    if abs(got - expected) <= 0.05 * expected:
+        return None
+    if got < expected:
+        return ("your timing is shorter than the copies take on the device: the clock stopped while "
+                "copies were still queued.")
+    return ("your timing is longer than one copy takes on the device: it includes one-off work or "
+            "work queued before the timed loop.")
+
+
+def _random_streams(rng: random.Random) -> list[Case]:
+    return [stream_case(work_s=10 ** rng.uniform(-5, -2), launch_s=10 ** rng.uniform(-6, -5),
+                        cold_s=10 ** rng.uniform(-2, -1), repeats=rng.choice([5, 10, 20]),
+                        description="a random simulated stream") for _ in range(4)]
+
+
+register(
+    Exercise(
+        id="device-timing-debug",
+        title="time_copy(copy, synchronize, clock, repeats): an honest timing of queued copies",
+        kind="function",
+        hint=("on a GPU, copy() returns as soon as the copy is queued; the first call also pays "
+              "one-off costs.",
+              "ask: when the clock starts, is the device idle? When it stops, has every timed copy "
+              "finished?"),
+        compare=compare_timing,
+        cases=(
+            stream_case(1e-3, 5e-6, 0.05, 10, "1 ms copies, a 50 ms first call"),
+            stream_case(2e-5, 8e-6, 0.2, 10, "short copies that take little more than their launch"),
+        ),
+        generate=_random_streams,
+        summary="times 2 example and 4 random simulated GPU streams (hidden ones when graded): "
+                "within 5% of the device time per copy",
     )
 )

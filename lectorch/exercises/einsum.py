@@ -1,31 +1,47 @@
-"""Exercises of chapter 04, einsum and einops."""
+"""Exercises of chapter 04, einsum and einops.
+
+- ``einsum-summed-dims`` (the warm-up): which dimensions a pattern sums over.
+- ``einsum-layer-crossover`` (derive): the sequence length at which attention's FLOPs equal the rest
+  of a Llama-3-8B-like layer (grouped-query attention, a SwiGLU MLP), a case the chapter does not do.
+- ``einsum-gqa-scores`` (implement): attention scores for grouped-query attention with einsum.
+- ``einsum-center-tokens`` (debug): a ``reduce`` whose result broadcasts against the wrong axis.
+
+Expected values are sealed; the plain values and the hidden cases live in ``grading/einsum.py``.
+Function cases take their expected values from torch (``repeat_interleave`` + ``@``; ``mean``).
+"""
 
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import torch
 
-from lectorch.contractions import analyze
-from lectorch.exercises import Case, Exercise, register
+from lectorch.exercises import Case, Exercise, Sealed, register
 
 
-def _dim_set(answer: Any) -> set[str] | None:
+# --- 1. which dimensions are summed (warm-up) -------------------------------------------------------
+def dim_names(answer: Any) -> str | None:
+    """Dimension names ('s h', {'s'}, ['s']) as one sorted, space-separated string, or None."""
     if isinstance(answer, str):
-        return set(answer.replace(",", " ").split())
+        return " ".join(sorted(set(answer.replace(",", " ").split())))
     if isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(d, str) for d in answer):
-        return set(answer)
+        return " ".join(sorted({d.strip() for d in answer}))
     return None
 
 
-def _compare_dims(got: Any, expected: set[str]) -> str | None:
-    names = _dim_set(got)
-    if names is None:
-        return f"expected dimension names (a str like 'a b' or a set like {{'a', 'b'}}), got {type(got).__name__}."
-    if names == expected:
-        return None
-    return "that is not the set of summed dimensions."
+class _NamesSeal(Sealed):
+    """A seal of sorted dimension names that accepts a set, a list or a spaced string."""
+
+    def __eq__(self, other: object) -> bool:  # the same seal as a plain Sealed of that token
+        return isinstance(other, Sealed) and other.token == self.token
+
+    __hash__ = Sealed.__hash__
+
+    def matches(self, exercise_id: str, answer: Any) -> bool:
+        names = dim_names(answer)
+        return names is not None and super().matches(exercise_id, names)
 
 
 register(
@@ -33,107 +49,148 @@ register(
         id="einsum-summed-dims",
         title="the dimensions 'b s h1, b s h2 -> b h1 h2' sums over",
         kind="value",
-        expected={"s"},
-        compare=_compare_dims,
+        expected=_NamesSeal("x|0|0|0c2780c85d66a2666ad4d149|"),
         hint="a dimension is summed exactly when it appears in an operand but not in the output.",
+        summary="checks your set of dimension names exactly",
     )
 )
 
-SCORES_PATTERN = "batch heads seq1 hidden, batch heads seq2 hidden -> batch heads seq1 seq2"
-SCORES_SIZES = {"batch": 8, "heads": 12, "seq1": 1024, "seq2": 1024, "hidden": 64}
+
+# --- 2. derive: where attention's FLOPs equal the rest of a layer -----------------------------------
+#: the layer of the exercise (Llama 3 8B's shapes)
+LAYER = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "mlp_width": 14336}
 
 register(
     Exercise(
-        id="einsum-flops",
-        title="FLOPs of the multi-head attention scores einsum",
+        id="einsum-layer-crossover",
+        title="the sequence length where attention's FLOPs equal the projections' and the MLP's",
         kind="value",
-        expected=analyze(SCORES_PATTERN, SCORES_SIZES).flops,
-        hint="one multiply and one add for every combination of all distinct dimensions: 2 × their product.",
+        expected=Sealed("n|0.01|0.0|3ef35e5cac0ce42fd01b93f1|fd5d9aab721c8c176b5877c2"),
+        hint=(("write both sides as FLOPs per layer at s tokens: the projections and the MLP grow like "
+              "s, the scores and the mixing like s²; then solve for s."),
+              ("K and V project hidden to kv_heads · head_dim, not to hidden; the SwiGLU MLP has three "
+              "hidden × mlp_width matrices; every query head computes its own scores.")),
         slips={
-            0.5: "a multiply-add is 2 FLOPs.",
-            1 / 1024: "the loop runs over seq1 AND seq2: every distinct dimension counts.",
-            1 / 64: "the summed dimension (hidden) is part of the work too.",
-            1 / 12: "you left out the heads.",
-            1 / 8: "you left out the batch.",
+            1.1153846153846154: "K and V project onto the 8 key/value heads only (4096 → 1024), not "
+                                "onto 32 heads.",
+            0.7307692307692307: "a SwiGLU MLP has three matrices (gate, up and down), not two.",
+            0.9230769230769231: "that is a standard layer with a 4× MLP and full K/V: this layer differs.",
+            0.8076923076923077: "this MLP is 14336 wide (3.5 × hidden), not 8/3 × hidden.",
+            2.0: "the mixing einsum (weights @ V) costs as much as the scores.",
+            4.0: "grouped-query attention shares K and V, but each of the 32 query heads still "
+                 "computes its own s × s scores.",
         },
+        summary="checks your sequence length (within about ±1%)",
     )
 )
 
 
-def _gen_tensors(seed: int, *shapes: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
-    g = torch.Generator().manual_seed(seed)
-    return tuple(torch.randn(*s, generator=g) for s in shapes)
-
-
-def _scores_reference(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+# --- 3. implement: grouped-query attention scores ---------------------------------------------------
+def gqa_reference(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """torch's meaning of grouped-query attention (as in ``scaled_dot_product_attention(...,
+    enable_gqa=True)``): each K head is repeated for its group of consecutive query heads."""
+    group = q.shape[-3] // k.shape[-3]
+    k_full = k.repeat_interleave(group, dim=-3)
+    return q @ k_full.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
 
 def _compare_scores(got: Any, expected: torch.Tensor) -> str | None:
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}."
     if got.shape != expected.shape:
-        return f"your tensor has shape {tuple(got.shape)}, which is not the expected shape (..., seq1, seq2)."
+        return f"your tensor has shape {tuple(got.shape)}, not (batch, heads, seq1, seq2)."
+    got = got.detach().to(expected.dtype)
     if torch.allclose(got, expected, rtol=1e-4, atol=1e-5):
         return None
     if got.shape[-1] == got.shape[-2] and torch.allclose(got, expected.transpose(-2, -1), rtol=1e-4, atol=1e-5):
-        return "rows and columns are swapped: rows should follow seq1 (the queries), columns seq2."
+        return "rows and columns are swapped: rows follow seq1 (the queries), columns seq2 (the keys)."
     ratio = got / expected
     if torch.allclose(ratio, ratio.flatten()[0].expand_as(ratio), rtol=1e-3, atol=1e-4):
-        return "your scores are a constant multiple of the right ones: check the scaling by 1/√hidden."
+        return "your scores are a constant multiple of the right ones: check the scaling."
+    for h in range(expected.shape[1]):
+        if not torch.allclose(got[:, h], expected[:, h], rtol=1e-4, atol=1e-5):
+            return (f"query head {h} has wrong scores: which key head does it use? Consecutive query "
+                    "heads share one key head.")
     return "your tensor has the right shape but different values."
+
+
+def gqa_case(batch, heads, kv_heads, seq1, seq2, hidden, description: str, *, seed: int) -> Case:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, heads, seq1, hidden, generator=g)
+    k = torch.randn(batch, kv_heads, seq2, hidden, generator=g)
+    return Case(args=(q, k), expected=gqa_reference(q, k), description=description)
+
+
+def random_gqa_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        kv, group = rng.randint(1, 4), rng.randint(1, 4)
+        dims = (rng.randint(1, 3), kv * group, kv, rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 8))
+        cases.append(gqa_case(*dims, f"random sizes (batch, heads, kv_heads, seq1, seq2, hidden) = {dims}",
+                              seed=rng.randrange(2**31)))
+    return cases
 
 
 register(
     Exercise(
-        id="einsum-attention-scores",
-        title="scores(q, k): attention scores with einsum, for any leading dims",
+        id="einsum-gqa-scores",
+        title="gqa_scores(q, k): attention scores of grouped-query attention",
         kind="function",
-        hint="name the dimensions, let '...' stand for the leading ones, leave hidden out of the output "
-        "(so it is summed), then divide by √hidden.",
+        hint=(("name a group dimension: split the query heads into (kv_heads group) with rearrange, "
+              "so each key head meets its own group of query heads in one einsum."),
+              ("consecutive query heads share a key head: in '(kv group)' the group varies fastest. "
+              "Merge the two back at the end, and divide by √hidden.")),
         compare=_compare_scores,
-        cases=tuple(
-            Case(args=(q, k), expected=_scores_reference(q, k), description=desc)
-            for (q, k), desc in [
-                (_gen_tensors(1, (2, 3, 4), (2, 5, 4)), "(batch, seq, hidden) inputs"),
-                (_gen_tensors(2, (2, 3, 4, 8), (2, 3, 6, 8)), "(batch, heads, seq, hidden) inputs"),
-                (_gen_tensors(3, (2, 4, 4), (2, 4, 4)), "seq1 == seq2 == hidden"),
-            ]
-        ),
+        cases=(gqa_case(2, 4, 2, 3, 5, 8, "4 query heads, 2 key heads", seed=0),
+               gqa_case(1, 3, 3, 4, 4, 2, "as many key heads as query heads", seed=1)),
+        generate=random_gqa_cases,
     )
 )
 
 
-def _split_heads_reference(x: torch.Tensor, heads: int) -> torch.Tensor:
-    batch, seq, width = x.shape
-    return x.view(batch, seq, heads, width // heads).transpose(1, 2)
-
-
-def _compare_heads(got: Any, expected: torch.Tensor) -> str | None:
+# --- 4. debug: a reduce that broadcasts against the wrong axis ----------------------------------
+def _compare_centered(got: Any, expected: torch.Tensor) -> str | None:
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}."
     if got.shape != expected.shape:
-        return f"your tensor has shape {tuple(got.shape)}, which is not (batch, heads, seq, hidden)."
-    if torch.equal(got, expected):
+        return f"your tensor has shape {tuple(got.shape)}, not the shape of x."
+    if torch.allclose(got, expected, rtol=1e-5, atol=1e-6):
         return None
-    return "right shape, different values: in '(heads hidden)' heads is the outer part, hidden varies fastest."
+    means = got.mean(dim=-1)
+    if torch.allclose(means, torch.zeros_like(means), atol=1e-5):
+        return "each token now has mean 0, but the values differ: did you subtract the right means?"
+    return ("right shape, wrong values: each token's features should now average 0. Which axis did "
+            "the subtracted means line up with?")
+
+
+def center_case(shape, description: str, *, seed: int) -> Case:
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+    return Case(args=(x,), expected=x - x.mean(dim=-1, keepdim=True), description=description)
+
+
+def random_center_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        if rng.random() < 0.5:
+            side = rng.randint(2, 6)
+            shape = (side, side, side)  # where the bug runs silently
+        else:
+            shape = (rng.randint(1, 4), rng.randint(2, 9), rng.randint(2, 9))
+        cases.append(center_case(shape, f"a random {shape} tensor", seed=rng.randrange(2**31)))
+    return cases
 
 
 register(
     Exercise(
-        id="einsum-split-heads",
-        title="split_heads(x, heads): (batch, seq, heads·hidden) -> (batch, heads, seq, hidden)",
+        id="einsum-center-tokens",
+        title="center(x): subtract each token's mean over its features",
         kind="function",
-        hint="einops.rearrange with the group '(heads hidden)' on the left; pass heads=heads so einops can "
-        "work out hidden.",
-        compare=_compare_heads,
-        cases=tuple(
-            Case(args=(x, heads), expected=_split_heads_reference(x, heads), description=desc)
-            for x, heads, desc in [
-                (*_gen_tensors(4, (2, 3, 8)), 2, "2 heads"),
-                (*_gen_tensors(5, (1, 5, 12)), 3, "3 heads"),
-                (*_gen_tensors(6, (2, 4, 6)), 6, "one number per head"),
-            ]
-        ),
+        hint=(("the means have shape (batch, seq); broadcasting lines shapes up from the right. "
+              "Against which of x's dims does (batch, seq) line up?"),
+              "keep a dimension of size 1 where the features were, so the means broadcast over them."),
+        compare=_compare_centered,
+        cases=(center_case((4, 4, 4), "the (4, 4, 4) tensor its author tried", seed=0),
+               center_case((2, 8, 16), "a (2, 8, 16) tensor", seed=1)),
+        generate=random_center_cases,
     )
 )

@@ -1,109 +1,175 @@
-"""Exercises of chapter 07: truncation bounds, parameter counts, the init scale that keeps outputs O(1)."""
+"""Exercises of chapter 07: parameters, initialisation and the Cruncher.
+
+- ``init-fix-trunc`` (debug): an init function that truncates at ±3 *absolute* and reads fan_in
+  from the wrong axis; the student fixes it, the checker runs it and tests the draws.
+- ``init-relu-depth`` (predict, then measure): the output std of a LeCun-initialised ReLU stack.
+- ``init-leaky-std`` (derive): the weight std that keeps the second moment through leaky ReLUs.
+- ``init-variant-params`` (derive): the parameter count of a Cruncher variant with biases.
+
+Expected values are sealed; the plain values and the hidden cases live in ``grading/init.py``.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
+import random
 
-from lectorch import init, models
-from lectorch.exercises import Case, Exercise, register
+import torch
+from torch import nn
+
+from lectorch import init
+from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
+
+# --- debug: truncate at ±3 standard deviations, fan_in from the right axis ------------------------
+
+#: The relative tolerance on the draws' std (the samples have >= 65 536 elements: noise < 0.5 %).
+STD_RTOL = 0.03
+
+
+def _trunc_expected(shape: tuple[int, int]) -> dict:
+    std = 1 / math.sqrt(shape[0])  # lectorch's Linear layout: (in_dim, out_dim), fan_in = shape[0]
+    return {"shape": tuple(shape), "std": std, "truncated_std": std * init.truncated_std_factor(3.0)}
+
+
+def _compare_trunc(got, expected) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"return the filled weight tensor, got {type(got).__name__}."
+    if tuple(got.shape) != expected["shape"]:
+        return f"the weight's shape changed to {tuple(got.shape)}: fill it in place."
+    w = got.detach().double()
+    sample_std, largest = w.std().item(), w.abs().max().item()
+    if not math.isfinite(sample_std) or sample_std == 0:
+        return "the weight is not filled with random draws."
+    # the cut, in units of the draws' own std (a normal cut at ±3 has std 0.987 of its own)
+    cut = largest / (sample_std / init.truncated_std_factor(3.0))
+    if cut > 3.1:
+        return (f"some draws lie {cut:.1f} of their own standard deviations from 0: the truncation "
+                "does not cut at ±3 standard deviations.")
+    if cut < 2.8:
+        return "no draw comes near 3 standard deviations: the truncation cuts too early."
+    if not math.isclose(sample_std, expected["truncated_std"], rel_tol=STD_RTOL):
+        return ("the draws are truncated at ±3 of their own standard deviations, but their spread "
+                "is not 1/sqrt(fan_in): check the std, and which axis of the weight is fan_in.")
+    return None
+
+
+def trunc_case(shape: tuple[int, int], seed: int, description: str) -> Case:
+    return Case(args=(torch.empty(shape), GeneratorSeed(seed)), expected=_trunc_expected(shape),
+                description=description)
+
+
+def random_trunc_cases(rng: random.Random, n: int = 2) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        fan_in = 2 ** rng.randint(3, 13)
+        fan_out = max(1, 2 ** 16 // fan_in)
+        cases.append(trunc_case((fan_in, fan_out), rng.randrange(2**31), f"a random {fan_in}×{fan_out} weight"))
+    return cases
+
 
 register(
     Exercise(
-        id="init-trunc-std-devs",
-        title="the truncation of trunc_normal_(w, std=0.02, a=-3, b=3), in standard deviations",
-        kind="value",
-        expected=init.truncation_in_std(3, 0.02),
-        hint="a and b are absolute bounds: divide the bound by the standard deviation.",
-        slips={0.02: "3 standard deviations would need a = -3·std; here a and b are absolute values.",
-               1 / 0.02**2: "divide the bound by the std once, not by the variance."},
-    )
-)
-
-
-def _number(x) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
-
-
-def _compare_bounds(got, expected) -> str | None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2 or not all(_number(v) for v in got):
-        return "return a pair of numbers (a, b), e.g. as a tuple."
-    a, b = float(got[0]), float(got[1])
-    if math.isclose(a, expected[0], rel_tol=1e-6) and math.isclose(b, expected[1], rel_tol=1e-6):
-        return None
-    if (a, b) == (-3.0, 3.0):
-        return "(-3, 3) are absolute bounds: they cut at 3/std standard deviations, not at 3."
-    if a > b:
-        return "a is the lower bound and b the upper one: a must be below b."
-    return f"({a:.4g}, {b:.4g}) does not cut at ±3 standard deviations."
-
-
-register(
-    Exercise(
-        id="init-trunc-bounds",
-        title="trunc_bounds(std) → (a, b) cutting N(0, std²) at ±3 standard deviations",
+        id="init-fix-trunc",
+        title="init_weight_(weight, generator): N(0, 1/fan_in) truncated at ±3 standard deviations",
         kind="function",
-        hint="trunc_normal_'s a and b are in the units of the values, not in standard deviations.",
-        compare=_compare_bounds,
-        cases=tuple(
-            Case(args=(std,), expected=init.trunc_normal_bounds(std), description=desc)
-            for std, desc in [(0.02, "GPT-2's std 0.02"), (1 / math.sqrt(768), "std 1/sqrt(768)"),
-                              (0.5, "std 0.5"), (2.0, "std 2")]
+        hint=("Print the largest |w| of a filled weight in units of its std, and the std itself next to "
+              "1/sqrt(fan_in). Which one is off?",
+              "Two bugs: one in trunc_normal_'s bounds (what units are a and b in?), one in fan_in "
+              "(lectorch's Linear stores its weight as (in_dim, out_dim))."),
+        compare=_compare_trunc,
+        cases=(
+            trunc_case((256, 256), 0, "a square 256×256 weight"),
+            trunc_case((4096, 16), 1, "a 4096×16 weight: fan_in 4096"),
+            trunc_case((65536, 1), 2, "a head: 65536 inputs, 1 output"),
         ),
+        generate=random_trunc_cases,
+        summary=("runs init_weight_ on 5 weight shapes (2 random) and tests the draws: largest |w| ≤ 3 "
+                 "std, no draw cut early, std from fan_in"),
     )
 )
 
-
-def _compare_params(got, expected) -> str | None:
-    if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-        return f"a parameter count is a whole number (int), got {type(got).__name__}."
-    if got == expected:
-        return None
-    missing = expected - got
-    if missing > 0 and got % (missing * missing) == 0:
-        return f"{got} leaves out the D×1 head."
-    return f"{got} is {'too large' if got > expected else 'too small'}."
-
+# --- predict, then measure: the std after a ReLU stack -------------------------------------------
 
 register(
     Exercise(
-        id="init-cruncher-params",
-        title="cruncher_params(dim, num_layers): the parameters of a Cruncher",
-        kind="function",
-        hint="num_layers bias-free D×D layers, then one bias-free D×1 head.",
-        compare=_compare_params,
-        cases=tuple(
-            Case(args=args, expected=models.cruncher_num_parameters(*args), description=desc)
-            for args, desc in [((64, 3), "dim 64, 3 layers"), ((1024, 4), "dim 1024, 4 layers"),
-                               ((4096, 32), "dim 4096, 32 layers"), ((7, 1), "dim 7, one layer")]
-        ),
+        id="init-relu-depth",
+        title="the output std of 8 LeCun-initialised Linear → ReLU blocks and a final Linear",
+        kind="prediction",
+        expected=Sealed("n|0.1856|0.0|70c853b142c47f32f8d6b272|a12898909a0a95e87062b617"),
+        hint=("Follow the second moment E[z²] (not the variance) of each layer's output: what does a "
+              "ReLU do to it, and what does the next LeCun layer do?",),
+        slips={16.0: "the ReLUs matter: each one zeroes about half of its inputs.",
+               math.sqrt(2): "count the ReLUs between the input and the output: there are 8.",
+               1 / math.sqrt(2): "count the ReLUs between the input and the output: there are 8.",
+               1 / 16: "a ReLU halves the second moment, so the std shrinks by 1/√2 per ReLU, not by 1/2.",
+               0.2158: "a ReLU's output has a positive mean: the next layer's output variance is "
+                       "fan_in · std² · E[a²], the second moment of its input, not its variance."},
     )
 )
+
+# --- derive: the std for leaky ReLU ---------------------------------------------------------------
+
+
+def leaky_std_torch(fan_in: int, slope: float) -> float:
+    """torch's own answer: the gain for leaky_relu over sqrt(fan_in)."""
+    return nn.init.calculate_gain("leaky_relu", slope) / math.sqrt(fan_in)
 
 
 def _compare_std(got, expected) -> str | None:
-    if not _number(got):
-        return f"expected a number, got {type(got).__name__}."
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        return f"expected a number (the std), got {type(got).__name__}."
     got = float(got)
     if math.isclose(got, expected, rel_tol=1e-6):
         return None
     if math.isclose(got, expected**2, rel_tol=1e-6):
-        return "that is the variance; the std is its square root."
-    if math.isclose(got, 1 / expected, rel_tol=1e-6):
-        return "the output grows like sqrt(fan_in): the weight std must shrink by that factor, not grow."
-    return f"{got:.4g} does not keep the output std at 1."
+        return "that looks like a variance; the std is its square root."
+    return f"{got:.4g} is {'too large' if got > expected else 'too small'}."
+
+
+def leaky_case(fan_in: int, slope: float, description: str) -> Case:
+    return Case(args=(fan_in, slope), expected=leaky_std_torch(fan_in, slope), description=description)
+
+
+def random_leaky_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    return [leaky_case(f := rng.randint(2, 8192), s := round(rng.uniform(0.0, 1.0), 3),
+                       f"fan_in {f}, slope {s}") for _ in range(n)]
 
 
 register(
     Exercise(
-        id="init-std",
-        title="init_std(fan_in): the weight std that keeps a layer's outputs O(1)",
+        id="init-leaky-std",
+        title="leaky_relu_std(fan_in, slope): the weight std that keeps E[z²] through leaky ReLUs",
         kind="function",
-        hint="Var(sum of fan_in products x·w) = fan_in · Var(w) for unit-variance x; make it 1.",
+        hint=("Split E[leaky(z)²] into the half of the draws where z > 0 and the half where z < 0; "
+              "the second half is multiplied by slope before squaring.",
+              "Check your formula at the two ends you know: slope 0 is a plain ReLU (He's std), "
+              "slope 1 is no non-linearity at all (LeCun's std)."),
         compare=_compare_std,
-        cases=tuple(
-            Case(args=(fan_in,), expected=init.init_std("lecun", fan_in), description=f"fan_in {fan_in}")
-            for fan_in in (16, 768, 4096, 12288)
+        cases=(
+            leaky_case(1024, 0.01, "fan_in 1024, slope 0.01 (torch's default)"),
+            leaky_case(256, 0.2, "fan_in 256, slope 0.2"),
+            leaky_case(100, 0.5, "fan_in 100, slope 0.5"),
         ),
+        generate=random_leaky_cases,
+        summary="runs leaky_relu_std on 6 (fan_in, slope) pairs (3 random), against torch's calculate_gain",
+    )
+)
+
+# --- derive: the parameters of a Cruncher variant ------------------------------------------------
+
+register(
+    Exercise(
+        id="init-variant-params",
+        title="the parameters of a Cruncher(768, 12) variant with biases and a 10-way head",
+        kind="value",
+        expected=Sealed("n|1e-09|0.0|158df11dcf0cc880fbe54cc6|f7072ba52fb8a836ffed449c"),
+        hint=("Count layer by layer: a linear layer from D_in to D_out with a bias has a D_in×D_out "
+              "weight and D_out biases.",),
+        slips={0.9977253744: "that is the plain Cruncher; the variant has biases and a 10-way head.",
+               0.9999985905: "the head has biases too.",
+               0.9990244960: "the variant's head has 10 outputs."},
     )
 )

@@ -1,31 +1,72 @@
-"""Exercises of chapter 00, napkin math."""
+"""Exercises of chapter 00, napkin math.
+
+The expected values are sealed; the plain values and the hidden cases live in ``grading/napkin.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
 
 from lectorch import napkin
-from lectorch.exercises import Case, Exercise, register
-
-register(
-    Exercise(
-        id="napkin-bytes-per-param",
-        title="AdamW in fp32 costs 16 bytes per parameter",
-        kind="value",
-        expected=16,
-        hint="count the weight, its gradient and AdamW's two moments, each a float32 of 4 bytes.",
-        slips={0.75: "you counted only one of AdamW's two moments.", 0.5: "you left out the optimizer state."},
-    )
-)
+from lectorch.exercises import Case, Exercise, Sealed, register
 
 register(
     Exercise(
         id="napkin-two-weeks",
         title="FLOPs of 8 H100s running for two weeks at their dense bf16 peak",
         kind="value",
-        expected=8 * 14 * napkin.SECONDS_PER_DAY * 989.5e12,
-        rtol=1e-3,
-        hint="GPUs × days × seconds per day × dense peak FLOP/s (1979e12 / 2 for bf16).",
+        expected=Sealed("n|0.001|0.0|bc1c1e025cc39718a320a959|da45a433ade321b9ce489fa8"),
+        hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
+              "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
             0.5: "two weeks are 14 days: this looks like one week.",
-            2.0: "use the dense peak (989.5e12): 1979e12 assumes 2:4 sparsity.",
+            2.0: "use the dense peak: the datasheet's bf16 figure assumes 2:4 sparsity.",
             1 / 8: "there are 8 GPUs.",
+            1 / 86_400: "a day has 86 400 seconds.",
+        },
+    )
+)
+
+register(
+    Exercise(
+        id="napkin-8bit-adam-bytes",
+        title="bytes per parameter of mixed-precision AdamW with block-wise 8-bit moments",
+        kind="value",
+        expected=Sealed("n|0.0001|0.0|5c73be0d5208a6bed837f649|5a2f7746fff9c0b081ca7122"),
+        hint=("list every tensor kept per parameter (weights, gradients, master copy, two moments) with "
+              "its bytes, then add what the quantisation itself stores.",
+              "a scale is one float32 (4 bytes) shared by a whole block: per parameter it costs "
+              "4 / block size, once for each quantised tensor."),
+        slips={
+            10 / 10.03125: "close: the per-block scales are missing.",
+            6.03125 / 10.03125: "the fp32 master copy of the weights is missing.",
+            16 / 10.03125: "that is AdamW with fp32 moments; here the moments take 8 bits each.",
+            10.015625 / 10.03125: "each of the two moments has its own blocks and its own scales.",
+            10.0078125 / 10.03125: "a scale is a float32: 4 bytes, not 1.",
+        },
+    )
+)
+
+register(
+    Exercise(
+        id="napkin-zero2-params",
+        title="the largest model that ZeRO stage 2 fits on 64 H100s",
+        kind="value",
+        expected=Sealed("n|0.001|0.0|fc43b477a85c1d5ba007bcb1|a6fcdb61c499989cfd45645d"),
+        hint=("write the bytes ONE GPU holds per parameter: what it keeps whole, plus its share of what "
+              "is split 64 ways; then divide one GPU's memory by it.",
+              "only the bf16 weights stay whole on every GPU; gradients, master weights and moments "
+              "are split."),
+        slips={
+            5e9 / 36056338028.169014: "that is one GPU with nothing sharded: each GPU keeps only 1/64 of "
+                                      "the sharded parts.",
+            3.2e11 / 36056338028.169014: "that shards everything (ZeRO stage 3): in stage 2 every GPU keeps "
+                                         "all the bf16 weights.",
+            19104477611.940296 / 36056338028.169014: "stage 2 shards the gradients too, not only the "
+                                                     "optimizer state.",
+            80e9 / 2.1875 / 36056338028.169014: "the gradients' share is missing.",
         },
     )
 )
@@ -35,46 +76,56 @@ def _days(params, tokens, num_gpus, peak_flops_per_s, mfu):
     return napkin.training_days(params, tokens, num_gpus=num_gpus, mfu=mfu, peak_flops_per_s=peak_flops_per_s)
 
 
+def compare_gpus(got, expected) -> str | None:
+    """Compare a GPU count with an int (the grader's), or check it against ``expected`` = the case's
+    arguments by a property: the run fits in the days, and one GPU fewer does not."""
+    if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+        return f"return a whole number of GPUs (an int), got {type(got).__name__} {got!r}."
+    if isinstance(expected, numbers.Integral):
+        if got == expected:
+            return None
+        return "that many GPUs finish too late." if got < expected else "fewer GPUs would also finish in time."
+    params, tokens, days, peak, mfu = expected
+    if got < 1:
+        return f"{got} GPUs cannot train anything."
+    if _days(params, tokens, got, peak, mfu) > days * (1 + 1e-9):
+        return f"{got} GPUs finish too late."
+    if got > 1 and _days(params, tokens, got - 1, peak, mfu) <= days * (1 + 1e-9):
+        return f"{got} GPUs finish in time, but fewer would too: the smallest number is asked."
+    return None
+
+
+def _random_cases(rng: random.Random) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        args = (rng.choice([1e9, 7e9, 13e9, 70e9, 405e9]) * rng.uniform(0.5, 1.5),
+                10 ** rng.uniform(10, 13.3), rng.choice([1, 7, 14, 30, 90]) * rng.uniform(0.8, 1.2),
+                rng.choice([312e12, 989.5e12, 165.2e12, 2250e12]), rng.uniform(0.2, 0.7))
+        if math.isclose(_days(*args[:2], 1, *args[3:]) / args[2] % 1, 0, abs_tol=1e-6):
+            continue  # an exact whole number of GPUs: rounding noise would decide
+        cases.append(Case(args=args, expected=args, description="a random run"))
+    return cases
+
+
 register(
     Exercise(
-        id="napkin-training-days",
-        title="training_days(params, tokens, num_gpus, peak_flops_per_s, mfu)",
+        id="napkin-gpus-needed",
+        title="gpus_needed(params, tokens, days, peak_flops_per_s, mfu)",
         kind="function",
-        rtol=1e-6,
-        hint="days = 6·params·tokens / (num_gpus · peak · mfu · 86400).",
-        slips={1 / 3: "training costs 6 FLOPs per parameter and token, not 2 (that is the forward pass alone).",
-               24.0: "a day has 86 400 seconds; did you divide by 3600 (hours)?"},
-        cases=tuple(
-            Case(args=args, expected=_days(*args), description=desc)
-            for args, desc in [
-                ((70e9, 15e12, 1024, 989.5e12, 0.5), "the motivating question"),
-                ((7e9, 2e12, 64, 312e12, 0.4), "a 7B model on 64 A100s"),
-                ((1.5e9, 3e10, 1, 165.2e12, 0.6), "a small model on one RTX 4090"),
-                ((405e9, 15.6e12, 16384, 989.5e12, 0.4), "a 405B model on 16k GPUs"),
-            ]
+        hint=("a cluster has a whole number of GPUs: which way must the count be rounded so the run "
+              "finishes in time?",
+              "compare how many FLOPs the run needs with how many one GPU delivers in the time allowed."),
+        compare=compare_gpus,
+        cases=(
+            Case(args=(7e9, 2e12, 14, 312e12, 0.4), expected=(7e9, 2e12, 14, 312e12, 0.4),
+                 description="a 7B model on A100s within two weeks"),
+            Case(args=(1.5e9, 3e10, 1, 165.2e12, 0.6), expected=(1.5e9, 3e10, 1, 165.2e12, 0.6),
+                 description="a small model on RTX 4090s within a day"),
+            Case(args=(1e8, 1e9, 30, 989.5e12, 0.5), expected=(1e8, 1e9, 30, 989.5e12, 0.5),
+                 description="a tiny run: one GPU is plenty"),
         ),
-    )
-)
-
-
-def _max_params(memory_bytes, bytes_per_param, num_gpus):
-    return napkin.max_trainable_params(memory_bytes, bytes_per_param=bytes_per_param, num_gpus=num_gpus)
-
-
-register(
-    Exercise(
-        id="napkin-max-params",
-        title="max_params(memory_bytes, bytes_per_param, num_gpus)",
-        kind="function",
-        hint="total memory of all GPUs divided by the bytes each parameter needs.",
-        slips={1 / 8: "the memory of all GPUs counts, not one."},
-        cases=tuple(
-            Case(args=args, expected=_max_params(*args), description=desc)
-            for args, desc in [
-                ((80e9, 16, 1), "one 80 GB GPU with AdamW in fp32"),
-                ((80e9, 16, 8), "eight 80 GB GPUs"),
-                ((141e9, 8, 4), "four 141 GB GPUs with SGD"),
-            ]
-        ),
+        generate=_random_cases,
+        summary="runs your function on 3 example runs and 6 random ones: a whole number of GPUs, the "
+                "run finishes in time, and one GPU fewer would not",
     )
 )

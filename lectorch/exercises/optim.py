@@ -1,122 +1,276 @@
-"""Exercises of chapter 08: RMSProp as an Optimizer subclass, optimizer-state bytes, a step's memory and FLOPs."""
+"""Exercises of chapter 08: optimizers and the memory of a training step.
+
+- ``optim-rmsprop`` (implement): RMSProp as a ``torch.optim.Optimizer`` subclass.
+- ``optim-adamw-step`` (implement): one AdamW update, with bias correction and decoupled weight
+  decay, checked against ``torch.optim.AdamW``.
+- ``optim-clip-grad-norm`` (implement): clipping by the global norm, checked against
+  ``torch.nn.utils.clip_grad_norm_``.
+- ``optim-step-peak`` (predict, then measure): the peak live bytes of one training step.
+
+Every expected result comes from torch itself; the prediction's physics answer is sealed (its
+plain value and the hidden cases live in ``grading/optim.py``).
+"""
 
 from __future__ import annotations
 
 import inspect
+import random
 
 import torch
 
-from lectorch import optim, step_memory
-from lectorch.exercises import Case, Exercise, register
-from lectorch.models import Cruncher, cruncher_num_parameters
+from lectorch import optim
+from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.models import Cruncher
 
 # --- RMSProp, checked against torch.optim.RMSprop -------------------------------------------------
-_RMSPROP_CASES = [dict(lr=1e-2, alpha=0.99, eps=1e-8), dict(lr=3e-3, alpha=0.9, eps=1e-6), dict(lr=0.05, alpha=0.5, eps=1e-8)]
-_RMSPROP_STEPS = 15
+RMSPROP_STEPS = 15
 
 
-def _compare_rmsprop(got, expected) -> str | None:
-    if not (inspect.isclass(got) and issubclass(got, torch.optim.Optimizer)):
-        return f"expected a class that subclasses torch.optim.Optimizer, got {type(got).__name__}."
-    for i, hyper in enumerate(expected, start=1):
-        where = f"Run {i} of {len(expected)} (alpha={hyper['alpha']})"
-        try:
-            _, ours = optim.train_cruncher(got, steps=_RMSPROP_STEPS, **hyper)
-        except NotImplementedError:
-            raise
-        except Exception as err:  # the student's code failed: say so, never crash the notebook
-            return f"{where}: your optimizer raised {type(err).__name__}: {err}."
-        _, ref = optim.train_cruncher(lambda ps, **kw: torch.optim.RMSprop(ps, **kw), steps=_RMSPROP_STEPS, **hyper)
-        with torch.no_grad():
-            pairs = list(zip(ours.parameters(), ref.parameters()))
-            if all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in pairs):
-                continue
-            init = Cruncher(16, 2, generator=torch.Generator().manual_seed(1))  # train_cruncher's init (seed 0)
-            if all(torch.equal(a, b) for a, b in zip(ours.parameters(), init.parameters())):
-                return (f"{where}: the parameters never changed. Update them in place (p.addcdiv_(...)); "
-                        "`p = p - ...` only rebinds a local name.")
-            return f"{where}: after {_RMSPROP_STEPS} steps your parameters differ from torch.optim.RMSprop's."
-    # memory: one parameter-sized buffer of state per parameter
-    p = torch.nn.Parameter(torch.ones(5))
-    opt = got([p], lr=1e-2, alpha=0.9, eps=1e-8)
-    p.grad = torch.ones(5)
-    opt.step()
-    state = optim.state_bytes(opt, include_scalars=False)
-    if state != 20:
-        return (f"the parameters match, but your optimizer keeps {state} bytes of tensor state for a 20-byte "
-                "parameter: RMSProp needs exactly one buffer the size of the parameter.")
-    closure_loss = opt.step(lambda: torch.tensor(3.0))
-    if closure_loss is None or float(closure_loss) != 3.0:
+def optimizer_trainer(optimizer_class):
+    """A function ``run(lr, alpha, eps)`` that trains a Cruncher with ``optimizer_class`` and returns
+    plain data: the final parameters, the bytes of tensor state for a 5-element parameter, and what
+    ``step(closure)`` returned. The checker compares it with the same run of torch.optim.RMSprop.
+
+    >>> run = optimizer_trainer(torch.optim.RMSprop)
+    >>> sorted(run(lr=1e-2, alpha=0.9, eps=1e-8))
+    ['closure_loss', 'params', 'state_bytes']
+    """
+
+    def run(lr: float, alpha: float, eps: float) -> dict:
+        if not (inspect.isclass(optimizer_class) and issubclass(optimizer_class, torch.optim.Optimizer)):
+            raise TypeError("expected a class that subclasses torch.optim.Optimizer, got "
+                            f"{type(optimizer_class).__name__}")
+        hyper = dict(lr=lr, alpha=alpha, eps=eps)
+        _, model = optim.train_cruncher(optimizer_class, steps=RMSPROP_STEPS, **hyper)
+        params = [p.detach().clone() for p in model.parameters()]
+        p = torch.nn.Parameter(torch.ones(5))
+        opt = optimizer_class([p], **hyper)
+        p.grad = torch.ones(5)
+        opt.step()
+        state = optim.state_bytes(opt, include_scalars=False)
+        loss = opt.step(lambda: torch.tensor(3.0))
+        return {"params": params, "state_bytes": state,
+                "closure_loss": None if loss is None else float(loss)}
+
+    return run
+
+
+def _start_params() -> list[torch.Tensor]:
+    return [p.detach() for p in Cruncher(16, 2, generator=torch.Generator().manual_seed(1)).parameters()]
+
+
+def _compare_rmsprop(got, hyper) -> str | None:
+    expected = optimizer_trainer(torch.optim.RMSprop)(**hyper)  # torch's run, made when compared
+    if not isinstance(got, dict) or set(got) != set(expected):
+        return "pass your class through optimizer_trainer(...), as in the check cell."
+    ours, ref = got["params"], expected["params"]
+    if len(ours) != len(ref) or not all(isinstance(a, torch.Tensor) and a.shape == b.shape for a, b in zip(ours, ref)):
+        return "the trained model's parameters have the wrong number or shapes."
+    if not all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(ours, ref)):
+        if all(torch.equal(a, b) for a, b in zip(ours, _start_params())):
+            return ("the parameters never changed. Update them in place; `p = p - ...` only rebinds "
+                    "a local name.")
+        return f"after {RMSPROP_STEPS} steps your parameters differ from torch.optim.RMSprop's."
+    if got["state_bytes"] != expected["state_bytes"]:
+        return (f"the parameters match, but your optimizer keeps {got['state_bytes']} bytes of tensor "
+                "state for a 20-byte parameter: RMSProp needs exactly one buffer the size of the parameter.")
+    if got["closure_loss"] != expected["closure_loss"]:
         return "step(closure) must call the closure (under torch.enable_grad()) and return its loss."
     return None
+
+
+def rmsprop_case(lr: float, alpha: float, eps: float) -> Case:
+    hyper = dict(lr=lr, alpha=alpha, eps=eps)
+    return Case(kwargs=hyper, expected=hyper, description=f"lr={lr}, alpha={alpha}, eps={eps}")
+
+
+def random_rmsprop_cases(rng: random.Random, n: int = 1) -> list[Case]:
+    return [rmsprop_case(round(10 ** rng.uniform(-3, -1.5), 5), round(rng.uniform(0.5, 0.999), 3),
+                         rng.choice([1e-8, 1e-6, 1e-3])) for _ in range(n)]
 
 
 register(
     Exercise(
         id="optim-rmsprop",
         title="RMSProp as a torch.optim.Optimizer subclass, matching torch.optim.RMSprop",
-        kind="value",
-        expected=tuple(_RMSPROP_CASES),
-        compare=_compare_rmsprop,
-        hint="s ← alpha·s + (1-alpha)·g² (in place, kept in self.state[p]); p ← p - lr·g/(sqrt(s) + eps), in place.",
-    )
-)
-
-# --- optimizer state bytes of Adam ---------------------------------------------------------------
-_D, _L = 1024, 8
-_P = cruncher_num_parameters(_D, _L)
-register(
-    Exercise(
-        id="optim-adam-state-bytes",
-        title="bytes of Adam's state for Cruncher(1024, 8) in float32",
-        kind="value",
-        expected=2 * 4 * _P,
-        hint="Adam keeps two tensors per parameter tensor (m and v), each the size and dtype of the parameter.",
-        slips={0.5: "Adam keeps two moments, m and v.", 0.25: "those are elements; each float32 is 4 bytes.",
-               0.125: "those are the elements of one moment; Adam keeps two, of 4 bytes each.",
-               2.0: "that is parameters + gradients + state (16 bytes per parameter); only the state was asked.",
-               1.5: "gradients are not optimizer state.", _D * _D * _L / _P: "the D×1 head has parameters (and state) too."},
-    )
-)
-
-# --- the memory of a training step ---------------------------------------------------------------
-def _step_bytes(batch, dim, num_layers, bytes_per_element, state_tensors):
-    p = cruncher_num_parameters(dim, num_layers)
-    acts = batch * dim * num_layers + batch
-    inputs = batch * dim + batch
-    return ((2 + state_tensors) * p + acts + inputs) * bytes_per_element
-
-
-register(
-    Exercise(
-        id="optim-step-memory",
-        title="step_memory_bytes(batch, dim, num_layers, bytes_per_element, state_tensors)",
         kind="function",
-        hint=("parameters + gradients + state_tensors × parameters + saved activations (B·D per D×D layer, "
-              "plus the head's B outputs) + the batch (B·D inputs, B targets), all × bytes_per_element."),
-        cases=tuple(
-            Case(args=args, expected=_step_bytes(*args), description=desc)
-            for args, desc in [((128, 256, 4, 4, 2), "fp32 Adam, a small Cruncher"),
-                               ((1024, 4096, 8, 2, 2), "bf16 Adam, a big Cruncher"),
-                               ((64, 512, 3, 4, 0), "fp32 SGD"),
-                               ((4096, 1024, 16, 4, 1), "fp32 momentum, a large batch")]
-        ),
+        hint=("Keep one running average per parameter in self.state[p], created the first time the "
+              "parameter is seen, and update both it and p in place.",
+              "The average weighs the old value by alpha and the squared gradient by 1 - alpha; the "
+              "step divides the gradient by (the root of the average) + eps."),
+        compare=_compare_rmsprop,
+        cases=(rmsprop_case(1e-2, 0.99, 1e-8), rmsprop_case(3e-3, 0.9, 1e-6), rmsprop_case(0.05, 0.5, 1e-8)),
+        generate=random_rmsprop_cases,
+        summary=("trains a Cruncher with your class and with torch.optim.RMSprop for 4 settings (1 random); "
+                 "then checks the state's size and the closure"),
     )
 )
 
-# --- the FLOPs of a training step ----------------------------------------------------------------
-_B, _FD, _FL = 512, 1024, 4
-_FLOPS = step_memory.step_flops(_FD, _FL, _B).total
-_FP = cruncher_num_parameters(_FD, _FL)
+# --- one AdamW step, checked against torch.optim.AdamW --------------------------------------------
+
+
+def torch_adamw_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, betas, eps, weight_decay):
+    """torch.optim.AdamW's update, from a state that has done ``step - 1`` steps."""
+    p = torch.nn.Parameter(param.clone())
+    opt = torch.optim.AdamW([p], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
+    opt.state[p] = {"step": torch.tensor(float(step - 1)), "exp_avg": exp_avg.clone(),
+                    "exp_avg_sq": exp_avg_sq.clone()}
+    p.grad = grad.clone()
+    opt.step()
+    state = opt.state[p]
+    return p.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
+
+
+def adamw_case(seed: int, shape: tuple[int, ...], step: int, description: str, **hyper) -> Case:
+    hyper = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, **hyper}
+    gen = torch.Generator().manual_seed(seed)
+    param, grad = torch.randn(shape, generator=gen, dtype=torch.float64), torch.randn(shape, generator=gen, dtype=torch.float64)
+    if step == 1:
+        exp_avg, exp_avg_sq = torch.zeros(shape, dtype=torch.float64), torch.zeros(shape, dtype=torch.float64)
+    else:  # a plausible state: moving averages of earlier gradients
+        exp_avg = 0.1 * torch.randn(shape, generator=gen, dtype=torch.float64)
+        exp_avg_sq = 0.01 * torch.rand(shape, generator=gen, dtype=torch.float64)
+    args = (param, grad, exp_avg, exp_avg_sq, step)
+    # torch's result is computed when compared (importing torch.optim's machinery takes seconds)
+    return Case(args=args, kwargs=hyper, expected=(args, hyper), description=description)
+
+
+def random_adamw_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        step = rng.choice([1, 2, 3, rng.randint(4, 5000)])
+        hyper = dict(lr=round(10 ** rng.uniform(-4, -1), 6), betas=(rng.choice([0.8, 0.9, 0.95]), rng.choice([0.95, 0.99, 0.999])),
+                     eps=rng.choice([1e-8, 1e-6]), weight_decay=rng.choice([0.0, 0.01, 0.1, 0.5]))
+        shape = tuple(rng.randint(1, 6) for _ in range(rng.randint(1, 3)))
+        text = ", ".join(f"{k}={v}" for k, v in hyper.items())
+        cases.append(adamw_case(rng.randrange(2**31), shape, step, f"step {step}, {text}", **hyper))
+    return cases
+
+
+_NAMES = ("the parameter", "exp_avg (m)", "exp_avg_sq (v)")
+
+
+def _compare_adamw(got, case_inputs) -> str | None:
+    args, hyper = case_inputs
+    expected = torch_adamw_step(*args, **hyper)
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        return "return the triple (new_param, new_exp_avg, new_exp_avg_sq)."
+    for name, g, e in zip(_NAMES, got, expected):
+        if not isinstance(g, torch.Tensor):
+            return f"{name} should be a tensor, got {type(g).__name__}."
+        if tuple(g.shape) != tuple(e.shape):
+            return f"{name} has shape {tuple(g.shape)}, not the parameter's shape."
+    for name, g, e in zip(_NAMES[1:], got[1:], expected[1:]):
+        if not torch.allclose(g.detach().to(e.dtype), e, rtol=1e-7, atol=1e-12):
+            return f"{name} differs from torch.optim.AdamW's after this step."
+    if not torch.allclose(got[0].detach().to(expected[0].dtype), expected[0], rtol=1e-7, atol=1e-12):
+        return "the moments match, but the new parameter differs from torch.optim.AdamW's."
+    return None
+
+
 register(
     Exercise(
-        id="optim-step-flops",
-        title="matmul FLOPs of one training step of Cruncher(1024, 4) on a batch of 512",
-        kind="value",
-        expected=_FLOPS,
-        hint="forward 2·B·P; backward 2·B·P for the weights' gradients plus the inputs' gradients — which layer needs none?",
-        slips={6 * _B * _FP / _FLOPS: "that is the 6·B·P rule; the first layer's input (the data) needs no gradient.",
-               2 * _B * _FP / _FLOPS: "that is the forward pass alone.",
-               4 * _B * _FP / _FLOPS: "that counts the backward pass as 2× the forward, and leaves out the forward."},
+        id="optim-adamw-step",
+        title="adamw_step(...): one AdamW update with bias correction and decoupled weight decay",
+        kind="function",
+        hint=("Check the moments first: does your m and v match on step 1 with weight_decay=0? Then the "
+              "parameter on step 1, then on a later step.",
+              "Which step number does the bias correction use on the very first update? And does "
+              "AdamW's weight decay pass through m and v?"),
+        compare=_compare_adamw,
+        cases=(
+            adamw_case(0, (3, 4), 1, "the first step, weight_decay=0", weight_decay=0.0),
+            adamw_case(1, (5,), 1, "the first step, weight_decay=0.1", weight_decay=0.1),
+            adamw_case(2, (2, 3), 10, "step 10, weight_decay=0.1, lr=0.01", lr=0.01, weight_decay=0.1),
+        ),
+        generate=random_adamw_cases,
+        summary="runs adamw_step on 6 cases (3 random: steps, betas, decay) against torch.optim.AdamW",
+    )
+)
+
+# --- clipping by the global norm, checked against torch.nn.utils.clip_grad_norm_ ------------------
+
+
+def torch_clip(grads: list[torch.Tensor], max_norm: float) -> tuple[list[torch.Tensor], float]:
+    params = [torch.nn.Parameter(torch.zeros_like(g)) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    total = torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=False)
+    return [p.grad for p in params], float(total)
+
+
+def clip_case(seed: int, shapes: list[tuple[int, ...]], scale: float, max_norm: float, description: str) -> Case:
+    gen = torch.Generator().manual_seed(seed)
+    grads = [scale * torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes]
+    return Case(args=(grads, max_norm), expected=torch_clip(grads, max_norm), description=description)
+
+
+def random_clip_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        shapes = [tuple(rng.randint(1, 8) for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(1, 5))]
+        scale, max_norm = 10 ** rng.uniform(-7, 1), round(10 ** rng.uniform(-6, 1), 8)
+        cases.append(clip_case(rng.randrange(2**31), shapes, scale, max_norm,
+                               f"{len(shapes)} random gradients, max_norm={max_norm}"))
+    return cases
+
+
+def _compare_clip(got, expected) -> str | None:
+    grads, total = expected
+    if not isinstance(got, (tuple, list)) or len(got) != 2 or not isinstance(got[0], (tuple, list)):
+        return "return the pair (list of clipped gradients, total norm before clipping)."
+    clipped, norm = got
+    if len(clipped) != len(grads):
+        return f"return one clipped gradient per input gradient ({len(grads)}), got {len(clipped)}."
+    try:
+        norm = float(norm)
+    except (TypeError, ValueError):
+        return f"the total norm should be a number, got {type(norm).__name__}."
+    if not (abs(norm - total) <= 1e-9 * max(1.0, total)):
+        return "the total norm differs from torch's: the norm of all gradients taken together."
+    for i, (g, e) in enumerate(zip(clipped, grads)):
+        if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(e.shape):
+            return f"clipped gradient {i} should be a tensor of its gradient's shape."
+        if not torch.allclose(g.detach().to(e.dtype), e, rtol=1e-9, atol=1e-300):
+            return f"the norm is right, but clipped gradient {i} differs from torch's."
+    return None
+
+
+register(
+    Exercise(
+        id="optim-clip-grad-norm",
+        title="clip_by_global_norm(grads, max_norm): gradient clipping by the global norm",
+        kind="function",
+        hint=("Compare your returned norm first: it is one number for all gradients together. Then "
+              "compare the clipped gradients on a case whose norm is below max_norm.",
+              "Use one common factor for all gradients, from the global norm and max_norm. What "
+              "should happen when the norm is already below max_norm, or when every gradient is 0?"),
+        compare=_compare_clip,
+        cases=(
+            clip_case(0, [(3, 4), (4,), (4, 1)], 1.0, 1.0, "three gradients, norm above max_norm"),
+            clip_case(1, [(5,), (2, 2)], 0.01, 1.0, "two small gradients, norm below max_norm"),
+            clip_case(2, [(3,)], 1e-5, 1e-6, "a tiny gradient and a tiny max_norm"),
+        ),
+        generate=random_clip_cases,
+        summary="runs clip_by_global_norm on 6 cases (3 random) against torch.nn.utils.clip_grad_norm_",
+    )
+)
+
+# --- predict, then measure: the peak of a training step -------------------------------------------
+
+register(
+    Exercise(
+        id="optim-step-peak",
+        title="the peak live bytes of one SGD step of Cruncher(64, 2) on a batch of 2048, fp32",
+        kind="prediction",
+        expected=Sealed("n|0.0768|0.0|5786fe863bdd60415b160ccb|b67d442965144a8c272a4421"),
+        hint=("Walk through the step in time: what is alive at the end of the forward pass, and what "
+              "is added and freed while backward runs the last layer?",
+              "With B ≫ D the activations and their gradients dominate: count every B×D tensor alive "
+              "at the worst moment."),
+        slips={0.7681: "that is every part added up as if all lived at once; at the worst moment of "
+                       "backward some activations are already freed, but the gradients of the "
+                       "activations, which that sum leaves out, are alive.",
+               0.2624: "that is the resting memory (parameters and batch): the step adds to it."},
     )
 )

@@ -1,23 +1,34 @@
-"""Exercises of chapter 01, precision (dtypes)."""
+"""Exercises of chapter 01, precision (dtypes).
+
+Expected values are sealed; the plain values and the hidden cases live in ``grading/precision.py``.
+"""
+
+from __future__ import annotations
+
+import random
 
 import torch
 
-from lectorch.dtypes import float_format
-from lectorch.exercises import Case, Exercise, register
-from lectorch.memory import tensor_bytes
+from lectorch.exercises import Case, Exercise, Sealed, register
+
+_DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
+           torch.float8_e5m2, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool)
 
 
-def _exact(got, expected):
-    """Exact comparison of floats (a dtype stores one exact value; close is not enough)."""
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return f"expected a number, got {type(got).__name__}."
-    if got == expected:
-        return None
-    if got != got:
-        return "you gave NaN."
-    return f"{got!r} is {'too large' if got > expected else 'too small'}."
+def _meta_bytes(shape, dtype) -> int:
+    """Bytes of a dense tensor, as torch itself counts them (on the meta device: nothing allocated)."""
+    t = torch.empty(shape, dtype=dtype, device="meta")
+    return t.numel() * t.element_size()
+
+
+def _random_tensor_cases(rng: random.Random) -> list[Case]:
+    cases = []
+    for _ in range(8):
+        shape = tuple(rng.choice([0, 1, 2, 3, 7, 64, 1000, 4096]) for _ in range(rng.randint(0, 4)))
+        dtype = rng.choice(_DTYPES)
+        cases.append(Case(args=(shape, dtype), expected=_meta_bytes(shape, dtype),
+                          description=f"shape {shape}, {dtype}"))
+    return cases
 
 
 register(
@@ -25,37 +36,20 @@ register(
         id="precision-tensor-bytes",
         title="tensor_nbytes(shape, dtype): bytes of a dense tensor",
         kind="function",
-        hint="multiply the sizes of all dimensions (an empty shape is one element) by the bytes of one element "
-             "(dtype.itemsize, or torch.finfo(dtype).bits // 8).",
+        hint=("a tensor's bytes are its number of elements times the bytes of one element.",
+              "an empty shape () is one element (a scalar); dtype.itemsize is the bytes of one element."),
         slips={8.0: "that is bits, not bytes: divide by 8."},
         cases=tuple(
-            Case(args=(shape, dtype), expected=tensor_bytes(shape, dtype), description=desc)
+            Case(args=(shape, dtype), expected=_meta_bytes(shape, dtype), description=desc)
             for shape, dtype, desc in [
                 ((4, 8), torch.float32, "a small float32 matrix"),
-                ((4 * 12288, 12288), torch.float32, "a GPT-3 feed-forward matrix"),
-                ((4 * 12288, 12288), torch.bfloat16, "the same matrix in bfloat16"),
+                ((4 * 12288, 12288), torch.bfloat16, "a GPT-3 feed-forward matrix in bfloat16"),
                 ((2, 3, 5), torch.float8_e4m3fn, "a 3-d fp8 tensor"),
-                ((7,), torch.float64, "a float64 vector"),
                 ((), torch.float16, "a 0-d tensor (a scalar)"),
                 ((0, 1024), torch.float32, "an empty tensor"),
             ]
         ),
-    )
-)
-
-register(
-    Exercise(
-        id="precision-fp16-smallest",
-        title="the smallest positive float16 value",
-        kind="value",
-        expected=float_format(torch.float16).smallest_subnormal,
-        rtol=1e-9,
-        hint="the smallest positive value has every bit zero except the last mantissa bit (a subnormal): "
-             "its value is 2**(1 - bias) × 2**-mantissa_bits.",
-        slips={
-            2.0**10: "that is the smallest *normal* value (torch.finfo(...).tiny); subnormals go further down.",
-            0.5: "count the subnormal exponent as 1 - bias, not -bias.",
-        },
+        generate=_random_tensor_cases,
     )
 )
 
@@ -64,27 +58,104 @@ register(
         id="precision-bf16-257",
         title="what bfloat16 stores for 257",
         kind="value",
-        expected=256.0,
-        compare=_exact,
-        hint="bf16 keeps 8 significant bits (1 implicit + 7 stored): find how far apart bf16 values are in the "
-             "power-of-two interval that holds 257, then round to the nearest; a tie goes to the neighbour whose "
-             "last mantissa bit is 0 (round half to even).",
+        expected=Sealed("n|0.0|0.0|525dfd410ee79c41fa34b787|dd69e3593565f9d0ad35c87c"),
+        hint=("find how far apart neighbouring bf16 values are in the power-of-two interval that holds 257.",
+              "bf16 keeps 8 significant bits (1 implicit + 7 stored); round to the nearest neighbour, and "
+              "a tie goes to the neighbour whose last mantissa bit is 0 (round half to even)."),
+        slips={
+            257 / 256: "bf16 cannot store 257 exactly: it has only 8 significant bits.",
+            258 / 256: "257 lies exactly halfway between two bf16 values: which way does a tie go?",
+        },
     )
 )
 
 register(
     Exercise(
-        id="precision-e4m3-max",
-        title="the largest finite float8_e4m3fn value",
-        kind="value",
-        expected=float_format(torch.float8_e4m3fn).max,
-        rtol=0.0,
-        hint="E4M3FN has no infinity: the all-ones exponent (1111) holds ordinary numbers, and only the pattern "
-             "S.1111.111 is NaN. Take the largest mantissa that is not NaN.",
+        id="precision-bf16-stall",
+        title="where a bf16 running sum of 0.01 stops growing",
+        kind="prediction",
+        expected=Sealed("n|0.02|0.0|d320b60e45c3f3187286c654|74a83abfe0302702f3aec074"),
+        hint=("an addition rounds the exact sum to the nearest bf16 value: it changes nothing once the "
+              "step is less than half the gap between neighbours.",
+              "the gap between bf16 neighbours in [2**k, 2**(k+1)) is 2**k × 2**-7: find the first interval "
+              "where half the gap exceeds 0.01."),
         slips={
-            480 / 448: "mantissa 111 with exponent 1111 is NaN in E4M3FN, not a number.",
-            240 / 448: "in E4M3FN the all-ones exponent is not reserved for inf/NaN: it holds numbers.",
-            57344 / 448: "that is E5M2's largest value; E4M3 has one exponent bit less.",
+            10 / 4: "that is the exact sum: bf16 rounds every partial sum, and the sum stops growing early.",
+            2 / 4: "in [2, 4) the gap is 2**-6 and half of it is below 0.01: the additions still round up.",
+            8 / 4: "at the value you predict, half the gap is already larger than 0.01.",
+            1 / 4: "1 + 0.001 stays 1 (the chapter), but 0.01 is ten times larger: it still moves 1.",
         },
+    )
+)
+
+
+def _random_logits(rng: random.Random) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        g = torch.Generator().manual_seed(rng.randrange(2**31))
+        dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
+        shape = (rng.randint(1, 6), rng.randint(1, 40)) if rng.random() < 0.7 else (
+            rng.randint(1, 3), rng.randint(1, 4), rng.randint(2, 20))
+        limit = 3e4 if dtype == torch.float16 else 1e4
+        offsets = (torch.rand(shape[:-1] + (1,), generator=g) * 2 - 1) * limit
+        spread = rng.choice([1.0, 10.0, 1e3])
+        x = (offsets + torch.randn(shape, generator=g) * spread).to(dtype)
+        cases.append(Case(args=(x,), expected=torch.log_softmax(x.float(), dim=-1),
+                          description=f"random {dtype} logits of shape {tuple(shape)}"))
+    return cases
+
+
+def compare_log_probs(got, expected) -> str | None:
+    """Log-probabilities: a float32 tensor of the input's shape, finite, close to torch's."""
+    if not isinstance(got, torch.Tensor):
+        return f"return a tensor, got {type(got).__name__}."
+    if got.shape != expected.shape:
+        return f"your result has shape {tuple(got.shape)}; it must have the input's shape."
+    if got.dtype != torch.float32:
+        return f"your result has dtype {got.dtype}; return float32 log-probabilities."
+    got = got.detach().cpu()
+    finite = torch.isfinite(got)
+    if not finite.all():
+        return (f"{int((~finite).sum())} of your {got.numel()} log-probabilities are inf or NaN "
+                "(an overflow or a log of 0?).")
+    if not torch.allclose(got, expected, rtol=1e-5, atol=1e-4):
+        worst = (got - expected).abs().max().item()
+        return f"your log-probabilities are off by up to {worst:.3g} (allowed: about 1e-4)."
+    return None
+
+
+def _logits(rows, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.tensor(rows, dtype=torch.float32) + torch.randn(len(rows), 8, generator=g)).to(dtype)
+
+
+_BIG = torch.tensor([[1.0e4, 9.99e3, 1.0e4 - 64, 9.9e3], [-3.0e3, 2.0e4, 1.99e4, -1.0e4]], dtype=torch.bfloat16)
+_OFFSETS = _logits([[1e4], [-1e4], [0.0]], torch.bfloat16, seed=1)
+_SMALL = torch.randn(3, 5, generator=torch.Generator().manual_seed(2)) * 3
+_SMALL_BF16 = (torch.randn(4, 6, generator=torch.Generator().manual_seed(3)) * 3).to(torch.bfloat16)
+_BATCHED = torch.randn(2, 3, 7, generator=torch.Generator().manual_seed(4)) * 50
+
+register(
+    Exercise(
+        id="precision-log-softmax",
+        title="log_softmax(logits): numerically stable log-probabilities",
+        kind="function",
+        hint=("exp overflows float32 and bf16 for arguments above about 88.7; log-softmax does not change "
+              "when the same constant is added to every logit of a row.",
+              "each row may need its own constant; and bf16 keeps only 8 significant bits: in which "
+              "precision should the arithmetic happen?"),
+        compare=compare_log_probs,
+        cases=tuple(
+            Case(args=(x,), expected=torch.log_softmax(x.float(), dim=-1), description=desc)
+            for x, desc in [
+                (_SMALL, "small float32 logits"),
+                (_SMALL_BF16, "small bf16 logits"),
+                (_BIG, "bf16 logits of magnitude 1e4"),
+                (_OFFSETS, "rows around +1e4, -1e4 and 0"),
+                (_BATCHED, "a (2, 3, 7) batch: classes on the last dimension"),
+                (torch.full((2, 1), 5.0), "a single class"),
+            ]
+        ),
+        generate=_random_logits,
     )
 )

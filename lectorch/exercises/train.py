@@ -1,26 +1,68 @@
-"""Exercises of chapter 09, the training loop."""
+"""Exercises of chapter 09: the training loop.
+
+- ``train-get-batch`` (implement): sample (inputs, targets) windows, honouring a generator.
+- ``train-lr-at-step`` (implement, the warm-up): cosine decay with linear warm-up.
+- ``train-accumulate`` (debug): gradient accumulation with ``zero_grad`` in the wrong place.
+- ``train-resume`` (debug): a checkpoint that forgets state, so the resumed run drifts.
+- ``train-ckpt-size`` (predict, then measure): the bytes of a checkpoint of another model.
+
+Expected results come from torch itself (the generator's own draw, torch's cosine scheduler, one
+SGD step on the concatenated batch) or from the snippet's own uninterrupted run; the prediction's
+physics answer is sealed (its plain value and the hidden cases live in ``grading/train.py``).
+
+>>> batch_case(GeneratorSeed(3), n=20, batch_size=2, context_length=4).expected["n"]
+20
+"""
 
 from __future__ import annotations
 
+import math
+import os
+import random
+import tempfile
 from typing import Any
 
-import numpy as np
 import torch
+import torch.nn.functional as F
 
-from lectorch.exercises import Case, Exercise, register
-from lectorch.train import cosine_lr, predicted_saved_bytes
+from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
 
 # ------------------------------------------------------------------------------------ get_batch
 
-_OFFSET = 1000  # data[i] = 1000 + i: every token is unique, so a row's first token tells its start
+OFFSET = 1000  #: data[i] = OFFSET + i: every token is unique, so a row's first token tells its start
 
 
-def _stream(n: int) -> np.ndarray:
-    return (_OFFSET + np.arange(n)).astype(np.uint16)
+def stream(n: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    """``n`` token ids ``OFFSET, OFFSET + 1, …`` as a 1-D tensor (a stand-in for a token file).
+
+    >>> stream(3).tolist()
+    [1000, 1001, 1002]
+    """
+    return (OFFSET + torch.arange(n)).to(dtype)
 
 
-def _check_batch(got: Any, spec: dict) -> str | None:
-    """None if ``got`` is a valid (inputs, targets) batch for ``spec``; else a message (no answers given away)."""
+def reference_starts(seed: int, n: int, batch_size: int, context_length: int) -> torch.Tensor:
+    """The starts a fresh generator seeded with ``seed`` draws: one ``torch.randint`` call over
+    every valid start (what the exercise asks the student's function to draw)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(n - context_length, (batch_size,), generator=g)
+
+
+def batch_case(seed: GeneratorSeed | None, *, n: int, batch_size: int, context_length: int,
+               dtype: torch.dtype = torch.int64, description: str = "") -> Case:
+    """A case of ``train-get-batch``: ``stream(n)`` with a seeded generator; the expected part is
+    a spec (sizes and the starts that generator draws) that :func:`check_batch` compares with."""
+    spec: dict[str, Any] = {"n": n, "batch_size": batch_size, "context_length": context_length,
+                            "device": "cpu"}
+    if seed is not None:
+        spec["seed"] = seed.seed
+        spec["starts"] = reference_starts(seed.seed, n, batch_size, context_length)
+    return Case(args=(stream(n, dtype), batch_size, context_length, "cpu"),
+                kwargs={"generator": seed}, expected=spec, description=description)
+
+
+def check_batch(got: Any, spec: dict) -> str | None:
+    """None if ``got`` is the batch ``spec`` describes; else what is wrong (never the answer)."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return "return a pair (inputs, targets)."
     x, y = got
@@ -31,68 +73,123 @@ def _check_batch(got: Any, spec: dict) -> str | None:
         return (f"inputs and targets must have shape (batch_size, context_length); yours have "
                 f"{tuple(x.shape)} and {tuple(y.shape)}.")
     if x.dtype != torch.int64 or y.dtype != torch.int64:
-        return f"token ids must be int64 (what nn.Embedding and cross_entropy expect); yours are {x.dtype} and {y.dtype}."
+        return (f"token ids must be int64 (what nn.Embedding and cross_entropy expect); yours are "
+                f"{x.dtype} and {y.dtype}.")
     if x.device.type != spec["device"] or y.device.type != spec["device"]:
         return f"the batch must be on the requested device; yours is on {x.device}."
     x, y = x.cpu(), y.cpu()
     if not torch.equal(x[:, 1:], y[:, :-1]):
         return "the targets must be the inputs shifted by one position (the next tokens)."
-    starts = x[:, 0] - _OFFSET
+    starts = x[:, 0] - OFFSET
     if int(starts.min()) < 0 or int(starts.max()) > n - t - 1:
-        return "a window starts outside the data (or so late that its last target would not exist)."
-    windows = starts[:, None] + torch.arange(t + 1) + _OFFSET
+        return "a window starts outside the data (or so late that its last target does not exist)."
+    windows = starts[:, None] + torch.arange(t + 1) + OFFSET
     if not torch.equal(x, windows[:, :-1]) or not torch.equal(y, windows[:, 1:]):
-        return "each row must be a contiguous window of the data, and each target the token after its input."
-    if spec.get("cover"):
+        return "each row must be a window of consecutive tokens, each target the token after its input."
+    if "starts" in spec and not torch.equal(starts, spec["starts"].cpu()):
         drawn = set(starts.tolist())
-        if len(drawn) < n - t:
-            missing = "the last valid start" if (n - t - 1) not in drawn else "some valid starts"
-            return f"over many draws {missing} never came up: starts must be uniform over all of them."
+        short = n - t > 1 and torch.equal(starts, reference_starts(spec["seed"], n - 1, b, t))
+        if short or (b >= 20 * (n - t) and (n - t - 1) not in drawn):
+            return ("your starts come from one position fewer than there are: the last valid start "
+                    "is never drawn. Count the valid starts again.")
+        return ("your windows are valid, but they are not the ones the given generator draws: the "
+                "same generator seed must give the same batch, a different seed another one.")
     return None
 
 
-def _batch_case(n: int, b: int, t: int, description: str, *, cover: bool = False, seed: int = 0) -> Case:
-    return Case(args=(_stream(n), b, t, "cpu"), kwargs={"generator": torch.Generator().manual_seed(seed)},
-                expected={"n": n, "batch_size": b, "context_length": t, "device": "cpu", "cover": cover},
-                description=description)
+def _random_batch_cases(rng: random.Random, count: int) -> list[Case]:
+    cases = []
+    for _ in range(count):
+        n = rng.randint(12, 400)
+        t = rng.randint(1, n - 1)
+        b = rng.choice([1, 3, 16, 64])
+        dtype = rng.choice([torch.int64, torch.int32])
+        cases.append(batch_case(GeneratorSeed(rng.randrange(10**6)), n=n, batch_size=b,
+                                context_length=t, dtype=dtype,
+                                description=f"{b} windows of {t} tokens from {n} ({dtype})"))
+    return cases
 
+
+GET_BATCH_CASES = (
+    batch_case(GeneratorSeed(11), n=100, batch_size=4, context_length=8,
+               description="4 windows of 8 tokens from 100 tokens"),
+    batch_case(GeneratorSeed(1), n=12, batch_size=400, context_length=8,
+               description="400 draws from 12 tokens: every valid start must come up"),
+    batch_case(GeneratorSeed(5), n=50, batch_size=2, context_length=49,
+               description="windows as long as the data allows"),
+    Case(args=(stream(8), 2, 8, "cpu"), kwargs={"generator": GeneratorSeed(0)}, raises=ValueError,
+         description="context_length equal to the data length must raise ValueError"),
+)
 
 register(
     Exercise(
         id="train-get-batch",
         title="get_batch(data, batch_size, context_length, device, generator=None)",
         kind="function",
-        hint=("a window holds context_length + 1 tokens, so the valid starts are 0 … len(data) - context_length - 1, "
-              "all equally likely (draw them with the generator); inputs are a window without its last token, "
-              "targets without its first; int64, on device; raise ValueError if context_length >= len(data)."),
-        compare=_check_batch,
-        cases=(
-            _batch_case(100, 4, 8, "4 windows of 8 tokens from 100 tokens"),
-            _batch_case(12, 400, 8, "many draws from short data: every valid start must come up", cover=True, seed=1),
-            _batch_case(50, 1, 49, "one window as long as the data allows"),
-            Case(args=(_stream(8), 2, 8, "cpu"), raises=ValueError,
-                 description="context_length equal to the data length must raise ValueError"),
-        ),
+        hint=("a window holds context_length + 1 tokens: count the valid starts, the last one "
+              "included, and draw them all with the generator you are given.",
+              "inputs are a window without its last token, targets without its first; int64, on "
+              "device; raise ValueError when context_length >= len(data)."),
+        compare=check_batch,
+        cases=GET_BATCH_CASES,
+        generate=lambda rng: _random_batch_cases(rng, 3),
+        summary=("runs your function on 7 cases (3 randomised): shapes, dtype, the shift, real "
+                 "windows, every valid start, the generator's own draw, the ValueError"),
     )
 )
 
 # ------------------------------------------------------------------------------------ the LR
 
 
-def _lr(step, max_lr, min_lr, warmup_steps, total_steps):
-    return cosine_lr(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup_steps, total_steps=total_steps)
+def torch_cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
+    """The schedule's learning rate at ``step``, from torch's own schedulers: linear warm-up, then
+    ``torch.optim.lr_scheduler.CosineAnnealingLR`` from ``warmup_steps`` to ``total_steps``.
+
+    >>> torch_cosine_lr(100, 1e-3, 1e-4, 100, 1000)
+    0.001
+    """
+    if step < warmup_steps:
+        return max_lr * step / warmup_steps
+    if step >= total_steps:
+        return min_lr
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=max_lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total_steps - warmup_steps,
+                                                       eta_min=min_lr)
+    for _ in range(step - warmup_steps):
+        opt.step()
+        sched.step()
+    return opt.param_groups[0]["lr"]
 
 
-_LR_CASES = [
+def lr_case(args: tuple, description: str) -> Case:
+    return Case(args=args, expected=torch_cosine_lr(*args), description=description)
+
+
+_LR_CASES = (
     ((0, 1e-3, 1e-4, 100, 1000), "the very first step"),
     ((50, 1e-3, 1e-4, 100, 1000), "half-way through the warm-up"),
     ((100, 1e-3, 1e-4, 100, 1000), "the end of the warm-up"),
-    ((550, 1e-3, 1e-4, 100, 1000), "half-way through the decay"),
     ((325, 6e-4, 6e-5, 100, 1000), "a quarter of the way through the decay"),
     ((1000, 1e-3, 1e-4, 100, 1000), "the last step"),
     ((1500, 1e-3, 1e-4, 100, 1000), "past the end of the schedule"),
     ((7, 3e-4, 0.0, 0, 10), "no warm-up at all"),
-]
+)
+
+
+def _random_lr_cases(rng: random.Random, count: int) -> list[Case]:
+    cases = []
+    for _ in range(count):
+        total = rng.randint(20, 600)
+        warmup = rng.randint(0, total // 2)
+        max_lr = 10 ** rng.uniform(-4, -2)
+        min_lr = max_lr * rng.choice([0.0, 0.1, 0.3])
+        step = rng.choice([warmup - 1 if warmup else 0, warmup, warmup + 1, rng.randint(0, total),
+                           total, total + rng.randint(1, 50)])
+        cases.append(lr_case((step, max_lr, min_lr, warmup, total), f"step {step} of {total}, "
+                             f"{warmup} warm-up steps"))
+    return cases
+
 
 register(
     Exercise(
@@ -101,34 +198,206 @@ register(
         kind="function",
         rtol=1e-9,
         atol=1e-15,
-        hint=("warm-up: max_lr·step/warmup_steps; then min_lr + (max_lr - min_lr)·(1 + cos(π·p))/2 with "
-              "p = (step - warmup_steps)/(total_steps - warmup_steps); min_lr from total_steps on."),
-        cases=tuple(Case(args=args, expected=_lr(*args), description=desc) for args, desc in _LR_CASES),
+        hint=("look at the step where the warm-up ends and at the steps after total_steps: "
+              "what should the learning rate be there?",
+              "the decay's progress runs from 0 at warmup_steps to 1 at total_steps, and the "
+              "cosine goes from max_lr down to min_lr, not to 0."),
+        cases=tuple(lr_case(a, d) for a, d in _LR_CASES),
+        generate=lambda rng: _random_lr_cases(rng, 4),
+        summary=("runs your function on 11 cases (4 randomised, against torch's CosineAnnealingLR): "
+                 "warm-up, its last step, the decay, the floor, past the end"),
     )
 )
 
-# ----------------------------------------------------------------------- saved activation bytes
+# ------------------------------------------------------------------ debug: gradient accumulation
 
-_SAVED_CASES = [
-    ((4, 8, 16, 2, 32, False), "the small model measured in the chapter"),
-    ((4, 8, 16, 2, 32, True), "the same with activation checkpointing"),
-    ((16, 32, 64, 4, 64, False), "the panel's model at batch 16"),
-    ((16, 32, 64, 4, 64, True), "the panel's model at batch 16, checkpointed"),
-    ((1, 1, 8, 1, 8, False), "one token"),
-    ((8, 128, 256, 12, 1000, True), "a deeper model, checkpointed"),
-]
+
+def accumulation_case(seed: int, *, features: int, classes: int, micro: int, accumulation: int,
+                      steps: int, lr: float = 0.5, description: str = "") -> Case:
+    """A case of ``train-accumulate``. The expected weight is torch's: ``steps`` plain SGD steps,
+    each on the mean cross-entropy of ``accumulation`` micro-batches concatenated into one batch."""
+    g = torch.Generator().manual_seed(seed)
+    weight = torch.randn(classes, features, generator=g, dtype=torch.float64)
+    batches = [(torch.randn(micro, features, generator=g, dtype=torch.float64),
+                torch.randint(classes, (micro,), generator=g)) for _ in range(steps * accumulation)]
+    w = weight.clone().requires_grad_(True)
+    opt = torch.optim.SGD([w], lr=lr)
+    for k in range(steps):
+        group = batches[k * accumulation:(k + 1) * accumulation]
+        x = torch.cat([b[0] for b in group])
+        y = torch.cat([b[1] for b in group])
+        opt.zero_grad()
+        F.cross_entropy(x @ w.T, y).backward()
+        opt.step()
+    return Case(args=(weight, batches, accumulation, lr), expected=w.detach().clone(),
+                description=description or f"{steps} steps of {accumulation} micro-batches of {micro}")
+
+
+def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"return the final weight tensor, not a {type(got).__name__}."
+    if got.shape != expected.shape:
+        return f"the returned weight has shape {tuple(got.shape)}, not the starting weight's."
+    if torch.allclose(got.detach().double(), expected, rtol=1e-6, atol=1e-9):
+        return None
+    return ("after your steps the weight differs from what the same number of steps on the "
+            "concatenated micro-batches gives.")
+
 
 register(
     Exercise(
-        id="train-saved-bytes",
-        title="saved_bytes(batch_size, context_length, dim, num_layers, vocab_size, checkpointing) for an fp32 TinyLM",
+        id="train-accumulate",
+        title="gradient accumulation: one SGD step per `accumulation` micro-batches",
         kind="function",
-        rtol=0.0,
-        hint=("per block 9·B·T·D floats without checkpointing (inputs of both matmuls and of the GELU), B·T·D with; "
-              "plus the head's input B·T·D and the log-probabilities B·T·V (4 bytes each), the int64 ids and "
-              "targets (8·B·T bytes each), and the loss's 4-byte total_weight."),
-        cases=tuple(Case(args=args[:5], kwargs={"checkpointing": args[5]},
-                         expected=predicted_saved_bytes(*args[:5], checkpointing=args[5]), description=desc)
-                    for args, desc in _SAVED_CASES),
+        hint=("when are the gradients of the earlier micro-batches of a group thrown away, and "
+              "when are those of the previous group?",
+              "the gradient of a mean over the whole group is the mean of the micro-batches' "
+              "gradients, not their sum."),
+        compare=_compare_weight,
+        cases=(accumulation_case(1, features=5, classes=3, micro=4, accumulation=2, steps=2),
+               accumulation_case(2, features=3, classes=4, micro=2, accumulation=4, steps=3),
+               accumulation_case(3, features=4, classes=2, micro=8, accumulation=1, steps=2,
+                                 description="no accumulation at all (one micro-batch per step)")),
+        generate=lambda rng: [accumulation_case(rng.randrange(10**6), features=rng.randint(2, 8),
+                                                classes=rng.randint(2, 6), micro=rng.randint(1, 8),
+                                                accumulation=rng.randint(2, 5),
+                                                steps=rng.randint(2, 4))],
+        summary=("runs your function on 4 cases (1 randomised) and compares the trained weight "
+                 "with SGD steps on the concatenated micro-batches"),
     )
 )
+
+# ------------------------------------------------------------------------ debug: resume exactly
+
+VOCAB, DIM, CONTEXT, BATCH = 64, 16, 16, 8
+
+
+def train_with_restart(tokens, num_steps, crash_at=None):
+    """The snippet of ``train-resume``, as the student receives it (its checkpoint misses state).
+
+    Without a crash it trains correctly, so its uninterrupted run is the expected result of a
+    case: a fixed version must give the same losses and weights *with* a crash.
+
+    >>> losses, weight = train_with_restart(tokens_for(0), 3)
+    >>> len(losses), tuple(weight.shape)
+    (3, (64, 16))
+    """
+
+    def fresh_run():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Embedding(VOCAB, DIM), torch.nn.Dropout(0.1),
+                                    torch.nn.Linear(DIM, VOCAB))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        order = torch.Generator().manual_seed(1)
+        return model, optimizer, order
+
+    def save(path, model, optimizer, order, step, losses):
+        torch.save({"model": model.state_dict(), "step": step, "losses": losses}, path)
+
+    def load(path, model, optimizer, order):
+        state = torch.load(path, weights_only=True)
+        model.load_state_dict(state["model"])
+        return state["step"], state["losses"]
+
+    model, optimizer, order = fresh_run()
+    step, losses = 0, []
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "ckpt.pt")
+        while step < num_steps:
+            if step == crash_at:
+                save(path, model, optimizer, order, step, losses)
+                model, optimizer, order = fresh_run()  # the machine died: start over
+                step, losses = load(path, model, optimizer, order)
+                crash_at = None
+            starts = torch.randint(len(tokens) - CONTEXT, (BATCH,), generator=order)
+            x = torch.stack([tokens[s:s + CONTEXT] for s in starts])
+            y = torch.stack([tokens[s + 1:s + CONTEXT + 1] for s in starts])
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            step += 1
+    return losses, model[2].weight.detach()
+
+
+def tokens_for(seed: int, n: int = 2000) -> torch.Tensor:
+    """Random token ids (int64) for a resume case."""
+    return torch.randint(VOCAB, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def resume_case(seed: int, num_steps: int, crash_at: int) -> Case:
+    """A case of ``train-resume``: crash at ``crash_at``; expected = the run that never crashed."""
+    tokens = tokens_for(seed)
+    with torch.random.fork_rng(devices=[]):
+        losses, weight = train_with_restart(tokens, num_steps)
+    return Case(args=(tokens, num_steps, crash_at),
+                expected={"losses": losses, "weight": weight, "crash_at": crash_at},
+                description=f"{num_steps} steps, crash after step {crash_at}")
+
+
+def _compare_resume(got: Any, expected: dict) -> str | None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return the pair (losses, final weight), as the snippet does."
+    losses, weight = got
+    want, k = expected["losses"], expected["crash_at"]
+    if not isinstance(losses, (list, tuple)) or len(losses) != len(want):
+        n = len(losses) if isinstance(losses, (list, tuple)) else "no"
+        return (f"the run returned {n} losses instead of one per step: does the resumed run carry "
+                "on from the step it saved?")
+    close = [math.isclose(float(a), b, rel_tol=1e-5, abs_tol=1e-7) for a, b in zip(losses, want)]
+    if not all(close):
+        first = close.index(False)
+        if first < k:
+            return "the losses differ before the crash already: change only what is saved and loaded."
+        if first == k:
+            return (f"the first step after the crash (step {k + 1}) already differs from the run "
+                    "that never crashed: something that decides that step's batch or its dropout "
+                    "was not restored.")
+        return (f"the first step after the crash matches, but step {first + 1} differs: some state "
+                "that the updates build up over steps was not restored.")
+    if not isinstance(weight, torch.Tensor) or not torch.allclose(weight, expected["weight"],
+                                                                 rtol=1e-4, atol=1e-6):
+        return "every loss matches, but the final weight differs from the run that never crashed."
+    return None
+
+
+register(
+    Exercise(
+        id="train-resume",
+        title="a checkpoint that resumes exactly",
+        kind="function",
+        hint=("list everything the next step depends on, and check that save() writes each of "
+              "them and load() puts each one back.",
+              "random numbers come from two places here: the data order's generator and torch's "
+              "global generator (dropout); both have a state you can get and set."),
+        compare=_compare_resume,
+        cases=(),
+        generate=lambda rng: [resume_case(rng.randrange(10**6), 12, rng.randint(1, 10))],
+        summary=("crashes your run at random steps and compares every loss and the final weight "
+                 "with a run that never crashed"),
+    )
+)
+
+# ------------------------------------------------------------------------ predict: checkpoint size
+
+CKPT_MODEL = {"vocab_size": 64, "dim": 96, "num_layers": 3}  #: the model of ``train-ckpt-size``
+
+register(
+    Exercise(
+        id="train-ckpt-size",
+        title="the bytes of a checkpoint of a TinyLM with V = 64, D = 96 and 3 blocks",
+        kind="prediction",
+        expected=Sealed("n|0.05|0.0|9da3e5a22e6bf43c594b749d|94f247df5e3c4c6f18147263"),
+        hint=("count the parameters first (embedding, blocks, head), then the bytes each one "
+              "costs in the checkpoint.",
+              "a checkpoint holds the weights and everything AdamW remembers about them; the "
+              "gradients are not in it."),
+        summary=("judges your prediction against the tensor bytes of the checkpoint (within about "
+                 "±5%) and compares it with the size of the file written"),
+    )
+)
+
+__all__ = ["OFFSET", "stream", "reference_starts", "batch_case", "check_batch", "torch_cosine_lr",
+           "lr_case", "accumulation_case", "train_with_restart", "tokens_for", "resume_case",
+           "CKPT_MODEL"]

@@ -1,17 +1,29 @@
-"""Exercises of chapter 03, strides, views and contiguity."""
+"""Exercises of chapter 03, strides, views and contiguity.
+
+- ``views-transpose-strides`` (implement): the strides of a transposed fresh tensor, without one.
+- ``views-storage-index`` (derive): the storage index an element of a stepped slice reads.
+- ``views-which-copy`` (classify): which of eleven operations allocate new storage.
+- ``views-permute-slice`` (derive): strides and offset after a permute, slices and an index.
+- ``views-merge-heads`` (debug): a ``.view`` on a transposed tensor raises; fix it.
+
+Expected values are sealed; the plain values and the hidden cases live in ``grading/views.py``.
+Function cases take their expected values from torch itself (a transposed tensor's strides; the
+heads concatenated with ``torch.cat``), never from a copy of a solution.
+"""
 
 from __future__ import annotations
 
 import numbers
+import random
 from typing import Any
 
 import torch
 
-from lectorch.exercises import Case, Exercise, register
-from lectorch.views import shares_storage
-
+from lectorch.exercises import Case, Exercise, Sealed, register
 
 # --- 1. predict the strides after a transpose -------------------------------------------------------
+
+
 def _compare_strides(got: Any, expected: tuple[int, ...]) -> str | None:
     if not isinstance(got, (tuple, list)) or not all(
             isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in got):
@@ -22,51 +34,56 @@ def _compare_strides(got: Any, expected: tuple[int, ...]) -> str | None:
     if len(got) != len(expected):
         return f"your strides have {len(got)} entries; a transpose keeps the number of dims."
     if sorted(got) == sorted(expected):
-        return "the right numbers in the wrong order: only the strides of dim0 and dim1 trade places."
-    return "these are not the strides torch reports: start from the strides of a fresh tensor of that shape."
+        return "the right numbers in the wrong order."
+    return "these are not the strides torch reports for this shape and these dims."
 
 
-_TRANSPOSE_CASES = [
-    (((4, 4), 0, 1), "a 4×4 matrix, .T"),
-    (((2, 3, 4), 0, 2), "a 3-D tensor, first and last dims"),
-    (((2, 3, 4), 1, 2), "a 3-D tensor, last two dims (as for attention heads)"),
-    (((2, 3, 4, 5), -1, 0), "negative dims count from the end"),
-    (((7,), 0, 0), "a dim swapped with itself"),
-]
+def transpose_case(shape, dim0, dim1, description: str) -> Case:
+    """A case whose expected strides torch reports for ``torch.empty(shape).transpose(dim0, dim1)``."""
+    strides = tuple(torch.empty(shape).transpose(dim0, dim1).stride())
+    return Case(args=(tuple(shape), dim0, dim1), expected=strides, description=description)
+
+
+def random_transpose_cases(rng: random.Random, n: int = 4) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        shape = tuple(rng.randint(1, 9) for _ in range(rng.randint(2, 5)))
+        d0, d1 = rng.randrange(len(shape)), rng.randrange(len(shape))
+        if rng.random() < 0.4:
+            d1 -= len(shape)  # a negative dim
+        cases.append(transpose_case(shape, d0, d1, f"shape {shape}, dims ({d0}, {d1})"))
+    return cases
+
 
 register(
     Exercise(
         id="views-transpose-strides",
         title="transposed_strides(shape, dim0, dim1): the strides of a transposed fresh tensor",
         kind="function",
-        hint="a fresh tensor has row-major strides (the product of the sizes to the right); a transpose "
-             "swaps two entries of the stride tuple and moves no data.",
+        hint=(("start from the strides of a fresh (row-major) tensor of that shape: each is the "
+              "product of the sizes to its right."),
+              "a transpose moves no data: it only changes which stride belongs to which dim."),
         compare=_compare_strides,
-        cases=tuple(
-            Case(args=args, expected=tuple(torch.empty(args[0]).transpose(args[1], args[2]).stride()), description=desc)
-            for args, desc in _TRANSPOSE_CASES
-        ),
+        cases=(transpose_case((4, 4), 0, 1, "a 4×4 matrix, .T"),
+               transpose_case((2, 3, 4), 1, 2, "a 3-D tensor, last two dims")),
+        generate=random_transpose_cases,
     )
 )
 
 
 # --- 2. the storage index of an element of a strided slice -----------------------------------------
-_X = torch.arange(48).view(6, 8)
-_Y = _X[1:, 2::3]
-_INDEX = int(_Y.storage_offset() + 2 * _Y.stride(0) + 1 * _Y.stride(1))
-
 register(
     Exercise(
         id="views-storage-index",
         title="the storage index that y[2, 1] reads, for y = x[1:, 2::3] of a contiguous 6×8 x",
         kind="value",
-        expected=_INDEX,
-        hint="find y's storage offset (where y[0, 0] lives) and y's strides (a step in a slice multiplies "
-             "the stride), then use offset + i·stride[0] + j·stride[1].",
+        expected=Sealed("n|1e-09|0.0|87ad285c3ef657e743bddde6|f5178e921027f49e49d4996b"),
+        hint=("where does y[0, 0] live? That is y's storage offset.",
+              "a step in a slice multiplies that dim's stride; then offset + i·stride[0] + j·stride[1]."),
         slips={
-            (2 * 8 + 1 * 3) / _INDEX: "you left out the storage offset: y[0, 0] is not at storage index 0.",
-            (10 + 2 * 8 + 1) / _INDEX: "the slice 2::3 takes every third column: its stride is 3 × 1.",
-            (10 + 1 * 8 + 2 * 3) / _INDEX: "row index 2 goes with stride[0], column index 1 with stride[1].",
+            0.6551724137931034: "you left out the storage offset: y[0, 0] is not at storage index 0.",
+            0.9310344827586207: "the slice 2::3 takes every third column: its stride is 3 × 1.",
+            0.8275862068965517: "row index 2 goes with stride[0], column index 1 with stride[1].",
         },
     )
 )
@@ -89,30 +106,29 @@ COPY_QUIZ = {
 }
 
 
-def copying_ops() -> set[str]:
-    """The letters of :data:`COPY_QUIZ` whose result has new storage (asked to torch, not hard-coded)."""
-    x = torch.arange(16.0).view(4, 4)
-    return {letter for letter, (_, op) in COPY_QUIZ.items() if not shares_storage(x, op(x))}
-
-
-def _compare_letters(got: Any, expected: set[str]) -> str | None:
-    if isinstance(got, str):
-        got = [c for c in got if not c.isspace() and c != ","]
-    if not isinstance(got, (set, frozenset, list, tuple)) or not all(isinstance(c, str) for c in got):
-        return f"answer with letters, e.g. 'ab' or {{'a', 'b'}}; got {type(got).__name__}."
-    letters = {c.strip().lower() for c in got}
-    unknown = sorted(letters - set(COPY_QUIZ))
-    if unknown:
-        return f"there is no operation {', '.join(map(repr, unknown))}; use the letters a to {max(COPY_QUIZ)}."
-    if letters == expected:
+def letters_of(answer: Any) -> str | None:
+    """An answer of letters ('FH j', {'f', 'h'}, ['f']) as sorted lower-case letters, or None."""
+    if isinstance(answer, str):
+        answer = [c for c in answer if not c.isspace() and c != ","]
+    if not isinstance(answer, (set, frozenset, list, tuple)) or not all(isinstance(c, str) for c in answer):
         return None
-    views, missing = len(letters - expected), len(expected - letters)
-    parts = []
-    if views:
-        parts.append(f"{views} of your letters {'is a view' if views == 1 else 'are views'} (shared storage)")
-    if missing:
-        parts.append(f"{missing} copying operation{' is' if missing == 1 else 's are'} missing")
-    return "; ".join(parts) + "."
+    letters = {c.strip().lower() for c in answer}
+    if not letters <= set(COPY_QUIZ):
+        return None
+    return "".join(sorted(letters))
+
+
+class _LetterSeal(Sealed):
+    """A seal of sorted letters that accepts any spelling of the same set (case, commas, a set)."""
+
+    def __eq__(self, other: object) -> bool:  # the same seal as a plain Sealed of that token
+        return isinstance(other, Sealed) and other.token == self.token
+
+    __hash__ = Sealed.__hash__
+
+    def matches(self, exercise_id: str, answer: Any) -> bool:
+        letters = letters_of(answer)
+        return letters is not None and super().matches(exercise_id, letters)
 
 
 register(
@@ -120,46 +136,79 @@ register(
         id="views-which-copy",
         title="which operations allocate new storage",
         kind="value",
-        expected=copying_ops(),
-        compare=_compare_letters,
-        hint="indexing, slicing, .T and .view never copy; .contiguous() and .reshape copy only when the "
-             "strides force them to; element-wise ops always write a new tensor.",
+        expected=_LetterSeal("x|0|0|ba6893590fe24b974bcf2dc4|"),
+        hint=("indexing, slicing, .T and .view never copy: they only write new metadata.",
+              (".contiguous() and .reshape copy only when the strides force them to; element-wise "
+              "ops always write a new tensor. Test each with untyped_storage().data_ptr().")),
+        summary="checks your set of letters (a to k) exactly",
     )
 )
 
 
-# --- 4. a causal attention mask ---------------------------------------------------------------------
-def _reference_mask(seq_len: int) -> torch.Tensor:
-    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
+# --- 4. strides and offset after a permute, slices and an index ------------------------------------
+register(
+    Exercise(
+        id="views-permute-slice",
+        title="strides and storage offset of x.permute(3, 1, 0, 2)[::2, 1:, :, 1]",
+        kind="value",
+        expected=Sealed("x|0|0|33e9262dcc6c94685a6097fb|"),
+        hint=("first write x's strides; .permute(3, 1, 0, 2) reorders them (it computes nothing new).",
+              ("a step k multiplies that dim's stride by k; a start s adds s·stride to the offset; "
+              "an integer index adds index·stride to the offset and removes the dim.")),
+        summary="checks your (strides, offset) pair exactly",
+    )
+)
 
 
-def _compare_mask(got: Any, expected: torch.Tensor) -> str | None:
+# --- 5. debug: .view on a transposed tensor ---------------------------------------------------------
+def heads_side_by_side(x: torch.Tensor) -> torch.Tensor:
+    """What merge_heads must return, built another way: each head's (batch, seq, width) block,
+    concatenated along the features (``torch.cat``)."""
+    return torch.cat([x[:, h] for h in range(x.shape[1])], dim=-1)
+
+
+def _compare_merged(got: Any, expected: torch.Tensor) -> str | None:
     if not isinstance(got, torch.Tensor):
-        return f"return a tensor, got {type(got).__name__}."
-    if got.dtype != torch.bool:
-        return f"return a bool tensor (True = hidden), got dtype {got.dtype}; add dtype=torch.bool or .bool()."
+        return f"expected a tensor, got {type(got).__name__}."
     if got.shape != expected.shape:
-        return f"your mask has shape {tuple(got.shape)}; it needs one row per query and one column per key."
-    got = got.detach().cpu()
+        return f"your tensor has shape {tuple(got.shape)}, not (batch, seq, heads * width)."
     if torch.equal(got, expected):
         return None
-    if torch.equal(got, ~expected):
-        return "this marks the positions a token MAY attend to; the mask must be True where attention is hidden."
-    if torch.equal(got, torch.triu(torch.ones_like(expected), diagonal=0)):
-        return "the diagonal is hidden too, but a token may attend to itself: shift the triangle by one."
-    if torch.equal(got, expected.T):
-        return "this hides the past and shows the future: row i is the query, column j the key."
-    return "the shape and dtype are right but the pattern is not causal."
+    return ("right shape, wrong values: out[b, s, h * width + j] must be x[b, h, s, j] (a reshape "
+            "alone regroups the elements in storage order, which is not this order).")
+
+
+def merge_case(shape, description: str, *, seed: int, transposed_input: bool = False) -> Case:
+    """A case on a random tensor of ``shape`` (batch, heads, seq, width); with ``transposed_input``
+    the tensor itself is a non-contiguous view (made by swapping its last two dims)."""
+    g = torch.Generator().manual_seed(seed)
+    b, h, s, w = shape
+    x = torch.randn(b, h, w, s, generator=g).transpose(2, 3) if transposed_input else torch.randn(*shape, generator=g)
+    return Case(args=(x,), expected=heads_side_by_side(x), description=description)
+
+
+def random_merge_cases(rng: random.Random, n: int = 3) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        shape = (rng.randint(1, 3), rng.randint(2, 5), rng.randint(2, 7), rng.randint(1, 6))
+        t = rng.random() < 0.5
+        cases.append(merge_case(shape, f"a random {shape} tensor" + (", non-contiguous" if t else ""),
+                                seed=rng.randrange(2**31), transposed_input=t))
+    return cases
 
 
 register(
     Exercise(
-        id="views-causal-mask",
-        title="causal_mask(seq_len): True where query i must not see key j",
+        id="views-merge-heads",
+        title="merge_heads(x): (batch, heads, seq, width) -> (batch, seq, heads * width)",
         kind="function",
-        compare=_compare_mask,
-        hint="token i may look at tokens 0..i; the hidden ones (j > i) form the strict upper triangle: torch.triu.",
-        cases=tuple(Case(args=(n,), expected=_reference_mask(n), description=desc) for n, desc in [
-            (4, "four tokens"), (7, "seven tokens"), (1, "a single token")]),
+        hint=(("after the transpose, can the two last dims be merged with strides over the old storage? "
+              "Read the error message."),
+              "make the elements contiguous first (a copy), or let torch decide when to copy."),
+        compare=_compare_merged,
+        cases=(merge_case((2, 3, 4, 5), "a (2, 3, 4, 5) tensor", seed=0),
+               merge_case((1, 2, 1, 3), "one token (seq = 1)", seed=1),
+               merge_case((2, 2, 3, 4), "a non-contiguous input", seed=2, transposed_input=True)),
+        generate=random_merge_cases,
     )
 )

@@ -14,10 +14,15 @@ from __future__ import annotations
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from lectorch.dtypes import FORMATS
+
 #: Colours used for the same concept across chapters.
+#: The float formats' colours come from the registry :data:`lectorch.dtypes.FORMATS` (a peak-table
+#: key such as "fp8" takes the colour of its first format); tf32 and int8 are not float formats.
 COLORS = {
-    "fp64": "#6a3d9a", "fp32": "#1f78b4", "tf32": "#a6cee3", "bf16": "#33a02c", "fp16": "#b2df8a",
-    "fp8": "#e31a1c", "fp8_e4m3": "#e31a1c", "fp8_e5m2": "#fb9a99", "int8": "#ff7f00",
+    **{fmt.name: fmt.color for fmt in reversed(FORMATS)},
+    **{fmt.flops_key: fmt.color for fmt in reversed(FORMATS)},
+    "tf32": "#a6cee3", "int8": "#ff7f00",
     "forward": "#1f78b4", "backward": "#e31a1c", "weights": "#1f78b4", "gradients": "#33a02c",
     "optimizer": "#ff7f00", "activations": "#6a3d9a", "measured": "#000000",
 }

@@ -22,7 +22,7 @@ def _box(ax, x: float, y: float, text: str, color: str, *, faded: bool = False, 
         (x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.05", facecolor=color, alpha=0.12 if faded else 0.25,
         edgecolor=color, linestyle="--" if faded else "-", linewidth=1.5,
     ))
-    ax.text(x, y, text, ha="center", va="center", fontsize=10, color="#999999" if faded else "black")
+    ax.text(x, y, text, ha="center", va="center", fontsize=9.5, color="#999999" if faded else "black")
 
 
 def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str, *, dashed: bool = False) -> None:
@@ -32,7 +32,7 @@ def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str,
 
 
 def _label(ax, x: float, y: float, text: str, color: str, *, faded: bool = False) -> None:
-    ax.text(x, y, text, ha="center", va="center", fontsize=8.5, color="#999999" if faded else color,
+    ax.text(x, y, text, ha="center", va="center", fontsize=9, color="#999999" if faded else color,
             bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.9))
 
 
@@ -46,7 +46,7 @@ def dataflow_figure(batch: int, dim: int, out_dim: int, *, input_requires_grad: 
     flops = mlp_flops(batch, [dim, dim, out_dim], input_requires_grad=input_requires_grad)
     first, second = flops.layers
     fwd, bwd, wts, grads = COLORS["forward"], COLORS["backward"], COLORS["weights"], COLORS["gradients"]
-    fig, ax = new_figure(width=10, height=5.2)
+    fig, ax = new_figure(width=6.8, height=4.8)
     ax.set_xlim(0, 10.6)
     ax.set_ylim(-0.6, 5.6)
     ax.axis("off")
@@ -88,8 +88,8 @@ def dataflow_figure(batch: int, dim: int, out_dim: int, *, input_requires_grad: 
     _label(ax, 1.55, gy + 0.55, f"xᵀ @ ∂h1\n2BD² = {first.backward_weight:,}", grads)
     _label(ax, 4.55, gy + 0.55, f"h1ᵀ @ ∂h2\n2BDK = {second.backward_weight:,}", grads)
     ax.set_title(
-        f"B={batch}, D={dim}, K={out_dim}: forward {flops.forward:,} FLOPs, backward {flops.backward:,} "
-        f"(= {flops.ratio:.2f} × forward)", fontsize=11,
+        f"B={batch}, D={dim}, K={out_dim}: forward {flops.forward:,} FLOPs,\n"
+        f"backward {flops.backward:,} (= {flops.ratio:.2f} × forward)", fontsize=10,
     )
     return fig
 
@@ -103,7 +103,7 @@ def flops_bars_figure(predicted: BackpropFlops, measured: MeasuredFlops | None =
     """
     if not isinstance(predicted, BackpropFlops):
         raise TypeError(f"predicted must be a BackpropFlops (from mlp_flops), got {type(predicted).__name__}")
-    fig, (left, right) = new_figure(1, 2, width=9, height=3.4)
+    fig, (left, right) = new_figure(1, 2, width=6.8, height=3.6)
     names = ["forward", "backward"]
     pred = [predicted.forward, predicted.backward]
     xs = range(len(names))
@@ -116,7 +116,7 @@ def flops_bars_figure(predicted: BackpropFlops, measured: MeasuredFlops | None =
     left.set_xticks(list(xs), names)
     left.set_ylabel("FLOPs")
     left.set_title("total FLOPs")
-    left.legend(fontsize=8, loc="upper left")
+    left.legend(fontsize=9, loc="upper left")
     layers = range(1, len(predicted.layers) + 1)
     fwd = [layer.forward for layer in predicted.layers]
     bw = [layer.backward_weight for layer in predicted.layers]
@@ -128,11 +128,11 @@ def flops_bars_figure(predicted: BackpropFlops, measured: MeasuredFlops | None =
         by_layer = _layer_totals(measured, len(predicted.layers))
         if by_layer is not None:
             right.scatter(list(layers), by_layer, marker="x", color=COLORS["measured"], zorder=3, label="counted total")
-    right.set_ylim(0, 1.1 * max(layer.total for layer in predicted.layers))
+    right.set_ylim(0, 1.7 * max(layer.total for layer in predicted.layers))  # room for the legend
     right.set_xticks(list(layers))
     right.set_xlabel("layer")
     right.set_title("per layer")
-    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    right.legend(fontsize=9, loc="upper left")
     return fig
 
 
@@ -165,5 +165,5 @@ def ratio_figure(depths: Sequence[int], predicted: Sequence[float], measured: Se
     ax.set_ylabel("backward / forward FLOPs")
     ax.set_ylim(1.0, 2.1)
     ax.set_title(f"Cruncher (D = {dim}): backward / forward → 2 with depth")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="lower right")
     return fig

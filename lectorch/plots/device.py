@@ -49,7 +49,7 @@ def bandwidth_figure(results: list[TransferResult] | tuple[TransferResult, ...],
     ticks = sorted({r.nbytes for r in results})
     ax.set_xticks(ticks, [_size_label(t) for t in ticks])
     ax.set_title(title or "Copy bandwidth vs copy size (median of trials)")
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=9, loc="best")
     return fig
 
 

@@ -39,7 +39,7 @@ def contraction_diagram(c: Contraction, *, width: float = 6.4) -> Figure:
     fig, ax = new_figure(width=width, height=0.65 * len(rows) + 1.1)
     ax.grid(False)
     ax.axis("off")
-    box_w, gap = 1.0, 0.15
+    box_w, gap = 1.4, 0.15  # wide enough for a 6-letter name at 9 pt
     for r, ((label, group), shape) in enumerate(zip(rows, shapes)):
         y = len(rows) - 1 - r - (0.35 if label == "output" else 0)
         ax.text(-0.2, y + 0.4, f"{label}\n{tuple(shape)}", ha="right", va="center", fontsize=9)
@@ -59,7 +59,7 @@ def contraction_diagram(c: Contraction, *, width: float = 6.4) -> Figure:
     roles = [r for r in ROLE_COLORS if getattr(c, r)]
     ax.legend(
         handles=[Patch(facecolor=ROLE_COLORS[r], label=ROLE_LABELS[r]) for r in roles],
-        loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(roles), fontsize=8, frameon=False,
+        loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(roles), 2), fontsize=9, frameon=False,
     )
     return fig
 
@@ -101,5 +101,41 @@ def flops_vs_size(
     ax.set_yscale("log")
     ax.set_xlabel(xlabel or " = ".join(vary))
     ax.set_ylabel("FLOPs")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
+    return fig
+
+
+def flops_curves(
+    curves: Mapping[str, Sequence[float]],
+    values: Sequence[int],
+    *,
+    xlabel: str,
+    mark: int | None = None,
+    mark_label: str = "",
+) -> Figure:
+    """FLOPs against a size, one log-log line per label, with an optional vertical mark.
+
+    ``curves`` maps a label to one FLOP count per entry of ``values`` (counted by the caller, e.g.
+    with FlopCounterMode); ``mark`` draws a dashed line at that size, labelled ``mark_label``.
+
+    >>> fig = flops_curves({"a": [2, 20]}, [1, 10], xlabel="n", mark=5, mark_label="here")
+    >>> fig.axes[0].get_lines()[0].get_ydata().tolist()
+    [2, 20]
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one labelled list of FLOP counts")
+    for label, ys in curves.items():
+        if len(ys) != len(values):
+            raise ValueError(f"curve {label!r} has {len(ys)} points but values has {len(values)}")
+    fig, ax = new_figure()
+    colors = ["#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a"]
+    for i, (label, ys) in enumerate(curves.items()):
+        ax.plot(values, ys, marker="o", ms=3, color=colors[i % len(colors)], label=label)
+    if mark is not None:
+        ax.axvline(mark, color="gray", linestyle="--", linewidth=1, label=mark_label or None)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("FLOPs")
+    ax.legend(fontsize=9)
     return fig

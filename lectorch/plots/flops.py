@@ -33,7 +33,7 @@ def compute_scale_figure(runs: Mapping[str, float], thresholds: Mapping[str, flo
     right = 10.0 ** math.ceil(math.log10(max(values)) + 0.5)
     ax.barh(names, [runs[n] - left for n in names], left=left, color=COLORS["measured"], alpha=0.75)
     for y, name in enumerate(names):
-        ax.text(runs[name] * 1.3, y, f"{runs[name]:.3g}", va="center", fontsize="small", zorder=3,
+        ax.text(runs[name] * 1.3, y, f"{runs[name]:.3g}", va="center", fontsize=9, zorder=3,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     for i, (label, value) in enumerate(thresholds.items()):
         color = ("#e31a1c", "#ff7f00", "#6a3d9a")[i % 3]
@@ -41,7 +41,7 @@ def compute_scale_figure(runs: Mapping[str, float], thresholds: Mapping[str, flo
     ax.set(xscale="log", xlabel="training compute (FLOPs, not FLOP/s)", xlim=(left, right))
     ax.invert_yaxis()
     ax.grid(False, axis="y")
-    fig.legend(loc="outside lower center", fontsize="small", ncols=min(2, max(1, len(thresholds))))
+    fig.legend(loc="outside lower center", fontsize=9, ncols=min(2, max(1, len(thresholds))))
     return fig
 
 
@@ -82,7 +82,7 @@ def flops_per_s_figure(
     ax.set(xscale="log", yscale="log", xlabel="n (square n×n @ n×n matmul)", ylabel="achieved FLOP/s", title=title)
     ax.set_xticks(sorted({p.n for p in points}), [str(n) for n in sorted({p.n for p in points})])
     ax.minorticks_off()
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -129,5 +129,5 @@ def roofline_figure(
                    edgecolor="black", zorder=3, label=f"{key} measured ({pts[0].device})")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)",
            ylabel="FLOP/s", title=title, xlim=(lo, hi))
-    ax.legend(fontsize="small", loc="best")
+    ax.legend(fontsize=9, loc="best")
     return fig

@@ -14,13 +14,13 @@ _MARKERS = {"standard": "o", "lecun": "s", "xavier": "^", "kaiming": "D"}
 
 def output_std_figure(widths=(16, 64, 256, 1024, 4096), schemes=tuple(init.SCHEMES), *, depth_width: int = 256,
                       num_layers: int = 8, seed: int = 0) -> Figure:
-    """Left: measured (markers) and predicted (lines) output std of one layer against width, per scheme.
-    Right: the std after each of ``num_layers`` (depth_width, depth_width) layers (log scale).
+    """Top: measured (markers) and predicted (lines) output std of one layer against width, per scheme.
+    Bottom: the std after each of ``num_layers`` (depth_width, depth_width) layers (log scale).
 
     >>> len(output_std_figure(widths=(16, 64), num_layers=2, depth_width=16).axes)
     2
     """
-    fig, (ax, ax2) = new_figure(1, 2, width=9.6, height=3.8)
+    fig, (ax, ax2) = new_figure(2, 1, width=6.8, height=6.6)
     for scheme in schemes:
         color = SCHEME_COLORS.get(scheme)
         measured = [init.output_std(w, scheme, seed=seed) for w in widths]
@@ -33,10 +33,10 @@ def output_std_figure(widths=(16, 64, 256, 1024, 4096), schemes=tuple(init.SCHEM
     ax.set(xscale="log", yscale="log", xlabel="input width (fan_in)", ylabel="std of the layer's outputs",
            title="one layer: measured (markers), sqrt(width)·std (lines)")
     ax.set_xscale("log", base=2)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     ax2.set(yscale="log", xlabel="layer", ylabel="std of the activations",
             title=f"{num_layers} layers of width {depth_width}")
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=9, ncols=2)
     return fig
 
 
@@ -58,5 +58,5 @@ def output_histogram_figure(width: int, scheme: str, *, seed: int = 0) -> Figure
     ax.plot(xs, np.exp(-xs**2 / 2) / np.sqrt(2 * np.pi), color="black", ls="--", lw=1, label="N(0, 1)")
     ax.set(xlim=(-half, half), xlabel="output value", ylabel="density",
            title=f"width {width}, {scheme} init (std {init.SCHEMES[scheme]})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     return fig

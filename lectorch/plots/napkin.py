@@ -25,8 +25,12 @@ def training_days_figure(
            title=f"{tokens / 1e12:g}T tokens at MFU {mfu}")
     ax.axhline(365, color="grey", ls=":", lw=1)
     ax.annotate("one year", (gpu_counts[0], 365), va="bottom", color="grey")
-    ax.legend()
+    ax.legend(fontsize=9)
     return fig
+
+
+#: SGD with momentum in fp32: one momentum buffer per parameter, 4 + 4 + 4 = 12 bytes.
+SGD_MOMENTUM_FP32 = napkin.BytesPerParam(weights=4, gradients=4, optimizer_state=4)
 
 
 def bytes_per_param_figure() -> Figure:
@@ -36,8 +40,8 @@ def bytes_per_param_figure() -> Figure:
     True
     """
     setups = {"AdamW, fp32": napkin.ADAMW_FP32, "AdamW, bf16 + fp32 master": napkin.ADAMW_BF16_MIXED,
-              "SGD, fp32": napkin.SGD_FP32}
-    fig, ax = new_figure(height=2.8)
+              "SGD + momentum, fp32": SGD_MOMENTUM_FP32, "SGD, fp32": napkin.SGD_FP32}
+    fig, ax = new_figure(height=3.0)
     names = list(setups)
     left = [0.0] * len(names)
     parts = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_state", "optimizer"),
@@ -48,7 +52,7 @@ def bytes_per_param_figure() -> Figure:
         left = [a + b for a, b in zip(left, widths)]
     for y, total in enumerate(left):
         ax.text(total + 0.2, y, f"{total:g} B", va="center")
-    ax.set(xlabel="bytes per parameter", xlim=(0, 19))
+    ax.set(xlabel="bytes per parameter", xlim=(0, 25))
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="lower right", fontsize=9)
     return fig

@@ -56,7 +56,7 @@ def trajectories_figure(*, steps: int | None = None, paths: dict[str, dict[str, 
     2
     """
     paths = paths or {problem: trajectories(problem, steps=steps) for problem in PROBLEMS}
-    fig, axes = new_figure(1, 2, width=10.5, height=5.0)
+    fig, axes = new_figure(2, 1, width=6.8, height=10.0)
     for ax, (problem, spec) in zip(axes, PROBLEMS.items()):
         (x0, x1), (y0, y1) = spec["window"]
         xs, ys = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
@@ -72,8 +72,8 @@ def trajectories_figure(*, steps: int | None = None, paths: dict[str, dict[str, 
         ax.plot(*spec["minimum"], marker="*", color="gold", mec="black", ms=14, ls="none")
         num_steps = len(next(iter(paths[problem].values()))) - 1
         ax.set(xlim=(x0, x1), ylim=(y0, y1), xlabel="x", ylabel="y", title=f"{spec['title']}: {num_steps} steps")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    fig.suptitle("each optimizer's path from the black dot; the star is the minimum")
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    fig.suptitle("each optimizer's path from the black dot; the star is the minimum", fontsize=11)
     return fig
 
 
@@ -90,7 +90,7 @@ def loss_curves_figure(curves: dict[str, list[float]], *, title: str = "") -> Fi
         ax.plot(range(len(finite)), finite, color=OPTIMIZER_COLORS.get(base), lw=2 if " " not in name else 1,
                 ls="-" if " " not in name else "--", label=name)
     ax.set(yscale="log", xlabel="step", ylabel="training loss (MSE)", title=title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -108,7 +108,7 @@ def memory_bars_figure(predicted: StepMemory, timeline: Timeline, measured_peak:
     >>> len(memory_bars_figure(predict_step_memory(64, 2, 32), step_timeline(64, 2, 32)).axes)
     1
     """
-    fig, ax = new_figure(width=8.0, height=2.6)
+    fig, ax = new_figure(width=6.8, height=3.4)
     scale, unit = (2**20, "MiB") if predicted.total >= 2**20 else (2**10, "KiB")
     rows = [("all at once\n(predicted)", None), ("peak\n(predicted)", timeline.peak)]
     if measured_peak is not None:
@@ -126,11 +126,11 @@ def memory_bars_figure(predicted: StepMemory, timeline: Timeline, measured_peak:
                 label=f"extra at the peak ({timeline.peak_label})" if i == 0 else None)
     totals = [predicted.total] + [peak for _, peak in rows[1:]]
     for y, value in enumerate(totals):
-        ax.text(value / scale, y, f" {value / scale:,.2f} {unit}", va="center", fontsize=8)
+        ax.text(value / scale, y, f" {value / scale:,.2f} {unit}", va="center", fontsize=9)
     ax.set(xlabel=unit, title=title)
-    ax.set_xlim(0, predicted.total / scale * 1.2)
+    ax.set_xlim(0, predicted.total / scale * 1.3)
     ax.invert_yaxis()
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     return fig
 
 
@@ -141,7 +141,7 @@ def memory_trace_figure(trace: MemoryTrace, timeline: Timeline, *, title: str = 
     >>> len(memory_trace_figure(track_memory(lambda: torch.ones(8) * 2), step_timeline(8, 1, 4)).axes)
     1
     """
-    fig, ax = new_figure(width=7.5, height=3.2)
+    fig, ax = new_figure(width=6.8, height=3.4)
     scale, unit = (2**20, "MiB") if timeline.peak - timeline.resting >= 2**20 else (2**10, "KiB")
     values = [b / scale for _, b in trace.events]
     ax.step(range(len(values)), values, where="post", color=COLORS["measured"], lw=1.2, label="measured (live tensors)")
@@ -157,9 +157,9 @@ def memory_trace_figure(trace: MemoryTrace, timeline: Timeline, *, title: str = 
         marks.append(("optimizer", min(after_backward) - 1))
     for label, i in marks:
         ax.axvline(i, color="grey", lw=0.5)
-        ax.text(i + 0.5, pred * 1.02, label, fontsize=8, color="grey", va="bottom")
+        ax.text(i + 0.5, pred * 1.02, label, fontsize=9, color="grey", va="bottom")
     ax.set(xlabel="operator", ylabel=f"extra memory ({unit})", title=title, ylim=(0, pred * 1.15))
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="lower right")
     return fig
 
 

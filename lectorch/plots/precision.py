@@ -45,37 +45,37 @@ def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Fig
     """
     fmts = _dtypes(dtypes)
     width = max(f.bits for f in fmts)
-    fig, ax = new_figure(width=10, height=0.55 * len(fmts) + 0.9)
+    # one label line above each row of boxes: the boxes get the whole width of the column, so that
+    # even float64's 64 bits leave room for a 9-point digit in each box
+    fig, ax = new_figure(width=6.8, height=0.62 * len(fmts) + 0.7)
     ax.grid(False)
     for row, fmt in enumerate(fmts):
-        y = len(fmts) - 1 - row
+        y = 1.5 * (len(fmts) - 1 - row)
         bits = float_bits(value, fmt.dtype) if value is not None else None
         digits = "".join(bits.fields) if bits is not None else None
         spans = [("sign", 1), ("exponent", fmt.exponent_bits), ("mantissa", fmt.mantissa_bits)]
         x = 0
         for field, n in spans:
             for i in range(n):
-                box = Rectangle((x + i, y + 0.1), 1, 0.8, facecolor=FIELD_COLORS[field], edgecolor="white", lw=0.6)
+                box = Rectangle((x + i, y), 1, 0.9, facecolor=FIELD_COLORS[field], edgecolor="white", lw=0.6)
                 ax.add_patch(box)
                 if digits is not None:
-                    ax.text(x + i + 0.5, y + 0.5, digits[x + i], ha="center", va="center", in_layout=False,
-                            fontsize=6 if fmt.bits > 32 else 8, family="monospace")
+                    ax.text(x + i + 0.5, y + 0.45, digits[x + i], ha="center", va="center", in_layout=False,
+                            fontsize=9, family="monospace")
             if digits is None and n >= 2:
-                ax.text(x + n / 2, y + 0.5, f"{field} ({n})" if n >= 8 else str(n), ha="center", va="center",
-                        fontsize=8, in_layout=False)
+                ax.text(x + n / 2, y + 0.45, f"{field} ({n})" if n >= 8 else str(n), ha="center", va="center",
+                        fontsize=9, in_layout=False)
             x += n
         label = f"{fmt.name}  {fmt.layout()}"
-        ax.text(-0.8, y + 0.5, label, ha="right", va="center", fontsize=9, family="monospace")
         if bits is not None:
-            ax.text(fmt.bits + 0.8, y + 0.5, f"= {bits.stored:.8g}", ha="left", va="center", fontsize=9,
-                    family="monospace")
+            label += f"   stores {bits.stored:.8g}"
+        ax.text(0, y + 1.0, label, ha="left", va="bottom", fontsize=9, family="monospace")
     handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in FIELD_COLORS.values()]
-    ax.legend(handles, list(FIELD_COLORS), loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, frameon=False,
-              fontsize=8)
-    ax.set_xlim(-13, width + (12 if value is not None else 1))
-    ax.set_ylim(0, len(fmts))
+    ax.legend(handles, list(FIELD_COLORS), loc="lower right", ncols=3, frameon=False, fontsize=9)
+    ax.set_xlim(-0.2, width + 0.2)
+    ax.set_ylim(-0.1, 1.5 * len(fmts) - 0.1)
     ax.set_axis_off()
-    title = "Bit layout of the float formats" + (f" · the bits each stores for {value!r}" if value is not None else "")
+    title = "Bit layout of the float formats" + (f": the bits each stores for {value!r}" if value is not None else "")
     ax.set_title(title, fontsize=10, loc="left")
     return fig
 
@@ -108,7 +108,7 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
     """
     fmts = _dtypes(dtypes)
     marks = {"1e-8": 1e-8, "65504": 65504.0} if marks is None else marks
-    fig, (ax_range, ax_res) = new_figure(1, 2, width=11, height=0.45 * len(fmts) + 2.4)
+    fig, (ax_range, ax_res) = new_figure(2, 1, width=6.8, height=0.45 * len(fmts) + 4.6)
     ax_res.set_xscale("log")
     ax_res.set_yscale("log")
     ax_res.margins(x=0)  # no margins: float64 reaches 1.8e308, a log margin beyond it overflows
@@ -118,7 +118,7 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
         lo, mid, hi = (math.log10(v) for v in (fmt.smallest_subnormal, fmt.smallest_normal, fmt.max))
         ax_range.barh(y, mid - lo, left=lo, height=0.6, color=color, alpha=0.35)
         ax_range.barh(y, hi - mid, left=mid, height=0.6, color=color, label=fmt.name)
-        ax_range.text(hi + 1, y, f"±{fmt.max:.6g}" if fmt.max < 1e6 else f"±{fmt.max:.3g}", va="center", fontsize=8)
+        ax_range.text(hi + 1, y, f"±{fmt.max:.6g}" if fmt.max < 1e6 else f"±{fmt.max:.3g}", va="center", fontsize=9)
         # resolution: the relative spacing is largest at powers of two (eps there), half that just below
         # the next one; the line follows its upper envelope, the band shows the range within each octave
         powers = np.arange(1 - fmt.bias - fmt.mantissa_bits, math.frexp(fmt.max)[1])  # exact, no log2 rounding
@@ -141,10 +141,11 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
     ax_res.set_xlabel("|value|")
     ax_res.set_ylabel("spacing / value  (eps for normal numbers)")
     ax_res.set_title("Resolution: gap to the next value, relative", fontsize=10, loc="left")
-    ax_res.legend(fontsize=8, loc="upper right")
+    ax_res.legend(fontsize=9, loc="upper right", ncols=2)
     for label, v in marks.items():
         ax_range.axvline(math.log10(v), color="k", ls="--", lw=0.8)
-        ax_range.text(math.log10(v), len(fmts) - 0.45, label, ha="center", fontsize=8)
+        ax_range.text(math.log10(v), len(fmts) - 0.45, label, ha="center", fontsize=9)
         ax_res.axvline(v, color="k", ls="--", lw=0.8)
     ax_range.set_ylim(-0.6, len(fmts) - 0.2)
+    ax_range.set_xlim(right=max(math.log10(f.max) for f in fmts) + 12)  # room for the ±max labels
     return fig

@@ -42,7 +42,7 @@ def training_curves(
     if losses.ndim != 1 or len(losses) == 0 or len(lrs) != len(losses):
         raise ValueError(f"losses and lrs must be 1-D and of the same non-zero length, got {len(losses)} and {len(lrs)}")
     steps = np.arange(1, len(losses) + 1)
-    fig, (ax, ax_lr) = new_figure(1, 2, width=9.0, height=3.4)
+    fig, (ax, ax_lr) = new_figure(1, 2, width=6.8, height=3.0)
     ax.plot(steps, losses, color=COLORS["fp32"], alpha=0.3, lw=1, label="loss per step")
     ax.plot(steps, _smooth(losses, smooth), color=COLORS["fp32"], lw=2, label=f"running mean ({smooth} steps)")
     if initial is not None:
@@ -52,7 +52,7 @@ def training_curves(
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats)")
     ax.set_title("training loss")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=9, frameon=False)
     ax_lr.plot(steps, lrs, color=COLORS["optimizer"], lw=2)
     ax_lr.set_xlabel("step")
     ax_lr.set_ylabel("learning rate")
@@ -69,7 +69,7 @@ def tradeoff_bars(labels: Sequence[str], saved_bytes: Sequence[int], flops: Sequ
     """
     if not (len(labels) == len(saved_bytes) == len(flops)) or not labels:
         raise ValueError("labels, saved_bytes and flops must have the same non-zero length")
-    fig, (ax_m, ax_f) = new_figure(1, 2, width=9.0, height=3.2)
+    fig, (ax_m, ax_f) = new_figure(1, 2, width=6.8, height=3.0)
     x = np.arange(len(labels))
     colors = [COLORS["bf16"] if "bf16" in lab else COLORS["fp32"] for lab in labels]
     hatches = ["//" if "ckpt" in lab else "" for lab in labels]
@@ -83,8 +83,8 @@ def tradeoff_bars(labels: Sequence[str], saved_bytes: Sequence[int], flops: Sequ
             bar.set_edgecolor("white")
         for bar, value in zip(bars, values):
             ax.annotate(f"{value / scale:.0f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(x, labels, fontsize=8)
+                        ha="center", va="bottom", fontsize=9)
+        ax.set_xticks(x, labels, fontsize=9)
         ax.set_ylabel(unit)
         ax.set_title(title)
         ax.margins(y=0.15)
@@ -110,8 +110,35 @@ def start_histogram(starts: Sequence[int], num_valid: int) -> Figure:
     ax.set_ylabel("times drawn")
     ax.set_ylim(0, 1.35 * max(int(counts.max()), 1))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=8, frameon=False, loc="upper right", ncol=2)
+    ax.legend(fontsize=9, frameon=False, loc="upper right", ncol=2)
     return fig
 
 
-__all__ = ["training_curves", "tradeoff_bars", "start_histogram"]
+def schedule_figure(*, max_lr: float, warmup_steps: int, total_steps: int, min_ratio: float = 0.1,
+                    extra_steps: int | None = None) -> Figure:
+    """The learning rate of a cosine schedule with linear warm-up, step by step, with its phases marked.
+
+    >>> schedule_figure(max_lr=1e-3, warmup_steps=10, total_steps=100).axes[0].get_xlabel()
+    'step'
+    """
+    from lectorch.train import cosine_lr
+
+    if extra_steps is None:
+        extra_steps = max(total_steps // 10, 1)
+    steps = np.arange(total_steps + extra_steps + 1)
+    lrs = [cosine_lr(int(s), max_lr=max_lr, min_lr=max_lr * min_ratio, warmup_steps=warmup_steps,
+                     total_steps=total_steps) for s in steps]
+    fig, ax = new_figure(1, 1, width=6.4, height=2.8)
+    ax.plot(steps, lrs, color=COLORS["optimizer"], lw=2)
+    ax.axvline(warmup_steps, color="grey", ls=":", lw=1.2, label=f"end of warm-up (step {warmup_steps})")
+    ax.axvline(total_steps, color=COLORS["measured"], ls="--", lw=1.2, label=f"total_steps = {total_steps}")
+    ax.axhline(max_lr * min_ratio, color="grey", ls="-", lw=0.8, alpha=0.6, label="floor min_lr")
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+    ax.set_ylim(0, 1.3 * max_lr)
+    ax.legend(fontsize=9, frameon=False, loc="upper right")
+    return fig
+
+
+__all__ = ["training_curves", "tradeoff_bars", "start_histogram", "schedule_figure"]

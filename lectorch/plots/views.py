@@ -58,6 +58,12 @@ def _colour_of_cells(layout: Layout) -> dict[int, str]:
     return colours
 
 
+#: Figures fit the book's ~684 px column: at most 6.8 in wide (96 dpi); text at least 9 pt.
+_MAX_WIDTH_IN = 6.8
+#: Cells are numbered only up to this many per row (beyond, a 9 pt label would not fit its box).
+_MAX_LABELLED = 32
+
+
 def _box(ax, x: float, y: float, colour: str, label: str, fontsize: float) -> None:
     ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="#555555", linewidth=0.8))
     ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=fontsize,
@@ -66,9 +72,8 @@ def _box(ax, x: float, y: float, colour: str, label: str, fontsize: float) -> No
 
 def _draw_storage(ax, layout: Layout, size: int, *, title: str) -> None:
     colours = _colour_of_cells(layout)
-    fontsize = 9 if size <= 24 else 6
-    for i in range(size):
-        _box(ax, i, 0, colours.get(i, _GREY), str(i), fontsize)
+    for i in range(size):  # labels only while they fit at a readable 9 pt
+        _box(ax, i, 0, colours.get(i, _GREY), str(i) if size <= _MAX_LABELLED else "", 9)
     ax.set_xlim(-0.2, size + 0.2)
     ax.set_ylim(-0.35, 1.2)
     ax.set_aspect("equal")
@@ -79,10 +84,10 @@ def _draw_storage(ax, layout: Layout, size: int, *, title: str) -> None:
 def _draw_view(ax, layout: Layout, *, title: str, width: int = 0) -> None:
     rows, cols = _grid(layout)
     cells = layout.cells()
-    fontsize = 9 if cols <= 24 else 6
     for k, cell in enumerate(cells):
         r, c = divmod(k, cols)
-        _box(ax, c, -r, _PALETTE[r % len(_PALETTE)], str(cell), fontsize)
+        label = str(cell) if max(cols, width) <= _MAX_LABELLED else ""
+        _box(ax, c, -r, _PALETTE[r % len(_PALETTE)], label, 9)
     ax.set_xlim(-0.2, max(cols, 1, width) + 0.2)
     ax.set_ylim(-max(rows, 1) + 0.8, 1.2)
     ax.set_aspect("equal")
@@ -103,7 +108,7 @@ def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None
     """
     layout, size = _layout_and_size(view, storage_size)
     rows, cols = _grid(layout)
-    width = min(max(max(size, cols) * 0.42 + 0.6, 5.5), 11.0)
+    width = min(max(max(size, cols) * 0.38 + 0.6, 5.5), _MAX_WIDTH_IN)
     height = 1.3 + 0.42 * max(rows, 1) + 0.4
     fig = Figure(figsize=(width, height), layout="constrained")
     top, bottom = fig.subplots(2, 1, height_ratios=[1.3, 0.42 * max(rows, 1) + 0.4])
@@ -112,7 +117,7 @@ def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None
     _draw_view(bottom, layout, width=size, title=f"{name}: shape {layout.shape}, strides {layout.strides}, "
                                                  f"offset {layout.offset} ({kind})")
     if layout.ndim > 2:
-        bottom.text(0, -max(rows, 1) + 0.6, f"(leading dims flattened into {rows} rows)", fontsize=8, va="top")
+        bottom.text(0, -max(rows, 1) + 0.6, f"(leading dims flattened into {rows} rows)", fontsize=9, va="top")
     return fig
 
 
@@ -171,7 +176,7 @@ def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int
     size = max(s for _, _, s in pairs)
     max_rows = max(_grid(layout)[0] for _, layout, _ in pairs)
     n = len(pairs)
-    fig = Figure(figsize=(min(4.2 * n, 11.0), 0.45 * max_rows + 0.8 + 2.6), layout="constrained")
+    fig = Figure(figsize=(min(3.4 * n, _MAX_WIDTH_IN), 0.45 * max_rows + 0.8 + 2.6), layout="constrained")
     axes = fig.subplots(2, n, squeeze=False, height_ratios=[0.45 * max_rows + 0.8, 2.6])
     for col, (name, layout, _) in enumerate(pairs):
         kind = "contiguous" if layout.is_contiguous else "non-contiguous"
@@ -179,5 +184,5 @@ def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int
         _stride_arrows(axes[0][col], layout)
     for col, (name, layout, _) in enumerate(pairs):
         _draw_walk(axes[1][col], layout, size)
-        axes[1][col].set_title(f"{name}: the storage index each element reads", fontsize=10, loc="left")
+        axes[1][col].set_title(f"{name}: storage index per element", fontsize=10, loc="left")
     return fig

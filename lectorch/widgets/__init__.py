@@ -4,6 +4,11 @@ The computation is a plain function of the control values (testable without a br
 only wires ipywidgets to it. Figures are embedded as PNG images in the result, so the panel's last
 state also shows in the static book.
 
+For the static book a panel also describes itself as plain data (the mime type
+:data:`PANEL_MIME`, which Jupyter ignores): ``live`` names the computation that
+``lectorch.widgets.live`` exports to the page (the book recomputes it in the browser); a panel
+without one is shown as a snapshot of its last run on ``device``, with its controls disabled.
+
 >>> import ipywidgets as w
 >>> p = Panel({"n": w.IntSlider(value=2, min=1, max=9)}, lambda n: f"<b>{n * n}</b>", title="squares")
 >>> p.result.value
@@ -36,12 +41,106 @@ def figure_html(fig: Figure, *, alt: str = "figure", dpi: int = 96) -> str:
     return f'<img alt="{html.escape(alt)}" style="max-width:100%" src="data:image/png;base64,{data}"/>'
 
 
+def figure_alt(fig: Figure) -> str:
+    """A description of a panel's figure from its titles and axis labels (its alt text).
+
+    >>> from lectorch.plots import new_figure
+    >>> fig, ax = new_figure(); _ = ax.set(title="loss", xlabel="step", ylabel="loss")
+    >>> figure_alt(fig)
+    'figure: loss (loss against step)'
+    """
+    parts = []
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        parts.append(fig._suptitle.get_text())
+    for ax in fig.axes:
+        what = ax.get_title()
+        axes = f"{ax.get_ylabel()} against {ax.get_xlabel()}" if ax.get_xlabel() and ax.get_ylabel() else ""
+        parts.append(f"{what} ({axes})" if what and axes else what or axes)
+    text = "; ".join(p for p in parts if p)
+    return f"figure: {text}" if text else "figure of the panel's result"
+
+
 def _to_html(part: Any) -> str:
     if isinstance(part, Figure):
-        return figure_html(part)
+        return figure_html(part, alt=figure_alt(part))
     if isinstance(part, (tuple, list)):
         return "".join(_to_html(p) for p in part)
     return str(part)
+
+
+#: The mime type of a panel's self-description for the static book (see the module docstring).
+PANEL_MIME = "application/vnd.lectorch.panel+json"
+
+
+def control_spec(name: str, control: w.Widget) -> dict[str, Any]:
+    """A control as plain data, for the static book to draw it.
+
+    >>> control_spec("n", w.IntSlider(value=2, min=1, max=9))["kind"]
+    'int-slider'
+    """
+    spec: dict[str, Any] = {"name": name, "label": getattr(control, "description", "") or name}
+    if isinstance(control, (w.SelectionSlider, w.Dropdown, w.ToggleButtons, w.RadioButtons)):
+        kind = "selection-slider" if isinstance(control, w.SelectionSlider) else "select"
+        values = [v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
+                  for _, v in control._options_full]
+        spec.update(kind=kind, labels=list(control._options_labels), values=values, index=control.index)
+    elif isinstance(control, w.FloatLogSlider):
+        spec.update(kind="log-slider", min=control.min, max=control.max, step=control.step, base=control.base,
+                    value=control.value)
+    elif isinstance(control, (w.IntSlider, w.FloatSlider)):
+        kind = "int-slider" if isinstance(control, w.IntSlider) else "float-slider"
+        spec.update(kind=kind, min=control.min, max=control.max, step=control.step, value=control.value)
+    elif isinstance(control, w.Checkbox):
+        spec.update(kind="checkbox", value=bool(control.value))
+    elif isinstance(control, (w.IntText, w.BoundedIntText, w.FloatText, w.BoundedFloatText)):
+        spec.update(kind="number", value=control.value, min=getattr(control, "min", None),
+                    max=getattr(control, "max", None))
+    else:
+        spec.update(kind="text", value=str(control.value))
+    return spec
+
+
+def si_count(x: float) -> str:
+    """A large count the way people say it: 3 significant digits and K, M, B or T.
+
+    >>> si_count(5.12e12), si_count(7e10), si_count(1024), si_count(300)
+    ('5.12T', '70B', '1.02K', '300')
+    """
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def round_values(low: float, high: float, mantissas: tuple[float, ...] = (1, 1.5, 2, 3, 5, 7)) -> list[float]:
+    """Round slider stops from ``low`` to ``high``: each mantissa times each power of ten.
+
+    >>> round_values(1e9, 1e10)
+    [1000000000.0, 1500000000.0, 2000000000.0, 3000000000.0, 5000000000.0, 7000000000.0, 10000000000.0]
+    """
+    import math
+
+    out = []
+    for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        for m in mantissas:
+            v = float(f"{m}e{e}")
+            if low <= v <= high:
+                out.append(v)
+    return out
+
+
+def device_label(device: Any) -> str:
+    """How the snapshot line names a device: "CPU" or the GPU's name.
+
+    >>> device_label("cpu")
+    'CPU'
+    """
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(dev)
+    return "CPU" if dev.type == "cpu" else str(dev)
 
 
 class Panel(w.VBox):
@@ -49,9 +148,12 @@ class Panel(w.VBox):
 
     ``render`` returns HTML text, a matplotlib Figure, or a tuple of them. A ``ValueError`` or
     ``TypeError`` it raises (bad combination of inputs) is shown in the panel instead of crashing.
+    ``live`` names the in-browser computation of the static book (a key of
+    ``lectorch.widgets.live.LIVE``); without it the book shows a snapshot of the run on ``device``.
     """
 
-    def __init__(self, controls: dict[str, w.Widget], render: Callable[..., Any], *, title: str = "") -> None:
+    def __init__(self, controls: dict[str, w.Widget], render: Callable[..., Any], *, title: str = "",
+                 live: str | None = None, device: Any = "cpu") -> None:
         if not controls:
             raise ValueError("controls must hold at least one widget")
         if not callable(render):
@@ -59,6 +161,8 @@ class Panel(w.VBox):
         self.controls = dict(controls)
         self.render = render
         self.title = title
+        self.live = live
+        self.device = device_label(device)
         self.result = w.HTML()
         header = [w.HTML(f"<b>{html.escape(title)}</b>")] if title else []
         box = w.Box(list(self.controls.values()), layout=w.Layout(display="flex", flex_flow="row wrap"))
@@ -75,6 +179,20 @@ class Panel(w.VBox):
             self.result.value = _to_html(self.render(**self.values()))
         except (ValueError, TypeError) as err:
             self.result.value = f'<span style="color:#b00">⚠ {html.escape(str(err))}</span>'
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        """The widget view plus :data:`PANEL_MIME`: deterministic data, machine facts in metadata."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = (bundle if isinstance(bundle, tuple) else (bundle, {}))
+        data = dict(data or {})
+        metadata = dict(metadata or {})
+        data[PANEL_MIME] = {"live": self.live, "title": self.title}
+        metadata[PANEL_MIME] = {
+            "device": self.device,
+            "controls": [control_spec(n, c) for n, c in self.controls.items()],
+            "result_model": self.result.model_id,
+        }
+        return data, metadata
 
     def __repr__(self) -> str:  # a short, deterministic text form (nbval compares it)
         return f"Panel({self.title!r}, controls: {', '.join(self.controls)})"

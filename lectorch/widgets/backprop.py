@@ -68,4 +68,4 @@ def backprop_panel(batch: int = 8, dim: int = 64, depth: int = 2, out_dim: int =
         predicted, measured = predicted_and_measured(batch, widths, input_requires_grad=input_requires_grad)
         return backprop_table(predicted, measured), flops_bars_figure(predicted, measured)
 
-    return Panel(controls, render, title="Forward and backward FLOPs: predicted vs FlopCounterMode")
+    return Panel(controls, render, title="Forward and backward FLOPs: predicted vs FlopCounterMode", live="backprop")

@@ -79,4 +79,4 @@ def transfer_panel(
         note = "" if measure else "<p><i>measurement off</i></p>"
         return f"<table>{''.join(rows)}</table>{note}"
 
-    return Panel(controls, render, title="Moving a tensor: bytes and seconds")
+    return Panel(controls, render, title="Moving a tensor: bytes and seconds", live="transfer", device=dev)

@@ -13,7 +13,8 @@ import html
 
 import ipywidgets as w
 
-from lectorch.contractions import ELLIPSIS, Contraction, analyze, format_flops, parse_sizes
+from lectorch.contractions import ELLIPSIS, Contraction, analyze, parse_sizes
+from lectorch.flops import format_flops
 from lectorch.plots.einsum import ROLE_COLORS, contraction_diagram
 from lectorch.widgets import Panel, figure_html
 
@@ -91,4 +92,4 @@ def einsum_panel(
         "sizes": w.Text(value=sizes, description="sizes", continuous_update=False, layout=w.Layout(width="32em")),
     }
     return Panel(controls, lambda pattern, sizes: einsum_report(pattern, sizes, diagram=diagram),
-                 title="einsum: shapes and FLOPs")
+                 title="einsum: shapes and FLOPs", live="einsum")

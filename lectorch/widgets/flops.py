@@ -147,7 +147,7 @@ def matmul_panel(
         return render_matmul(B, D, K, dtype, device=dev, reference_peak=reference_peak, num_threads=threads,
                              reference_label=reference_label, max_seconds=max_seconds, trials=trials)
 
-    return Panel(controls, render, title=f"Measure (B, D) @ (D, K) on {dev}")
+    return Panel(controls, render, title=f"Measure (B, D) @ (D, K) on {dev}", device=dev)
 
 
 def render_roofline(gpu: str, dtype: str, m: int, k: int, n: int) -> tuple[str, object]:
@@ -196,4 +196,4 @@ def roofline_panel(gpu: str = "H100 SXM", dtype: str = "bf16", m: int = 1024, k:
         "n": w.SelectionSlider(options=sizes, value=n, description="n", style=style),
     }
 
-    return Panel(controls, render_roofline, title="Where does a matmul sit on the roofline?")
+    return Panel(controls, render_roofline, title="Where does a matmul sit on the roofline?", live="roofline")

@@ -7,7 +7,7 @@ import ipywidgets as w
 from lectorch import napkin
 from lectorch.hardware import GPUS
 from lectorch.memory import format_bytes
-from lectorch.widgets import Panel
+from lectorch.widgets import Panel, round_values, si_count
 
 #: Bytes per parameter choices offered by the panel.
 MEMORY_SETUPS = {
@@ -32,7 +32,7 @@ def render_napkin(params: float, tokens: float, gpu: str, num_gpus: int, mfu: fl
         ("training time", f"<b>{s.days:,.0f} days</b> ({s.gpu_hours:,.0f} GPU-hours)"),
         ("weights + gradients + optimizer state", f"{format_bytes(s.memory_needed_bytes, binary=False)} — {fit} in "
                                                    f"{format_bytes(s.memory_available_bytes, binary=False)}"),
-        ("largest model on this cluster", f"{s.max_params / 1e9:,.1f}B parameters (activations not counted)"),
+        ("largest model on this cluster", f"{si_count(s.max_params)} parameters (activations not counted)"),
     ]
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
@@ -46,13 +46,21 @@ def napkin_panel(params: float = 70e9, tokens: float = 15e12, gpu: str = "H100 S
     True
     """
     style = {"description_width": "110px"}
+
+    def stops(low: float, high: float, value: float) -> dict:
+        values = round_values(low, high)
+        nearest = min(values, key=lambda v: abs(v - value) / value)
+        return {"options": [(si_count(v), v) for v in values], "value": nearest}
+
     controls = {
-        "params": w.FloatLogSlider(value=params, base=10, min=8, max=12.5, step=0.05, description="parameters", style=style, readout_format=".3g"),
-        "tokens": w.FloatLogSlider(value=tokens, base=10, min=9, max=14, step=0.05, description="tokens", style=style, readout_format=".3g"),
+        "params": w.SelectionSlider(**stops(1e8, 3e12, params), description="parameters", style=style),
+        "tokens": w.SelectionSlider(**stops(1e9, 1e14, tokens), description="tokens", style=style),
         "gpu": w.Dropdown(options=list(GPUS), value=gpu, description="GPU", style=style),
-        "num_gpus": w.SelectionSlider(options=[2**k for k in range(15)], value=num_gpus, description="GPUs", style=style),
-        "mfu": w.FloatSlider(value=mfu, min=0.05, max=0.9, step=0.05, description="MFU", style=style),
+        "num_gpus": w.SelectionSlider(options=[2**k for k in range(15)], value=num_gpus, description="GPUs",
+                                      style=style),
+        "mfu": w.SelectionSlider(options=[round(0.05 * i, 2) for i in range(1, 19)], value=round(mfu, 2),
+                                 description="MFU", style=style),
         "setup": w.Dropdown(options=list(MEMORY_SETUPS), description="memory", style=style),
         "dtype": w.Dropdown(options=["bf16", "fp8", "fp32"], value="bf16", description="compute dtype", style=style),
     }
-    return Panel(controls, render_napkin, title="Napkin math: how long, and does it fit?")
+    return Panel(controls, render_napkin, title="Napkin math: how long, and does it fit?", live="napkin")

@@ -64,7 +64,7 @@ def render_step_memory(batch: int, width: int, depth: int, dtype: str, optimizer
     timeline = step_memory.step_timeline(width, depth, batch, dtype=dtype, optimizer=optimizer)
     measured_peak = None
     if predicted.total <= MEASURE_LIMIT_BYTES:
-        _, trace = step_memory.measure_step(width, depth, batch, dtype=dtype, optimizer=optimizer)
+        _, trace = step_memory.measure_step_memory(width, depth, batch, dtype=dtype, optimizer=optimizer)
         measured_peak = timeline.resting + trace.peak_bytes
         note = f"measured peak of live tensors (CPU): <b>{format_bytes(measured_peak)}</b>"
     else:
@@ -96,4 +96,4 @@ def step_memory_panel(batch: int = 128, width: int = 256, depth: int = 4, dtype:
         "dtype": w.Dropdown(options=list(step_memory.STEP_DTYPES), value=dtype, description="dtype", style=style),
         "optimizer": w.Dropdown(options=list(optim.OPTIMIZERS), value=optimizer, description="optimizer", style=style),
     }
-    return Panel(controls, render_step_memory, title="The memory of one training step")
+    return Panel(controls, render_step_memory, title="The memory of one training step", live="step_memory")

@@ -137,4 +137,4 @@ def tensor_bytes_panel(
         "cols": w.IntSlider(value=cols, min=1, max=max_size, description="cols"),
         "dtype": _dropdown(dtype),
     }
-    return Panel(controls, bytes_table, title="Bytes of a rows × cols tensor")
+    return Panel(controls, bytes_table, title="Bytes of a rows × cols tensor", live="tensor_bytes")

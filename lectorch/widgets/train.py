@@ -1,4 +1,4 @@
-"""The panel of chapter 09: what batch size, autocast dtype and activation checkpointing cost per step.
+"""The panels of chapters 09 and 10: the LR schedule (09); what batch size, autocast dtype and activation checkpointing cost per step.
 
 >>> panel = step_cost_panel("cpu")
 >>> panel
@@ -67,7 +67,30 @@ def step_cost_panel(device: str | torch.device | None = None) -> Panel:
         "checkpointing": w.Checkbox(value=False, description="activation checkpointing"),
     }
     return Panel(controls, lambda **v: step_cost_html(device=dev, **v),
-                 title="One training step of a TinyLM: memory and time")
+                 title="One training step of a TinyLM: memory and time", device=dev)
 
 
-__all__ = ["PANEL_MODEL", "step_cost_html", "step_cost_panel"]
+def schedule_panel() -> Panel:
+    """Warm-up length, schedule length and floor → the learning rate of every step (chapter 09).
+
+    >>> schedule_panel()
+    Panel('A cosine schedule with linear warm-up', controls: warmup_steps, total_steps, min_ratio)
+    """
+    from lectorch.plots.train import schedule_figure
+
+    controls = {
+        "warmup_steps": w.Dropdown(options=[0, 10, 20, 50, 100, 200], value=20, description="warm-up"),
+        "total_steps": w.Dropdown(options=[200, 500, 1000, 2000], value=200, description="total"),
+        "min_ratio": w.Dropdown(options=[0.0, 0.05, 0.1, 0.2, 0.5], value=0.1, description="floor"),
+    }
+
+    def render(warmup_steps: int, total_steps: int, min_ratio: float):
+        if warmup_steps > total_steps:
+            raise ValueError(f"warm-up ({warmup_steps}) must not be longer than the schedule ({total_steps})")
+        return schedule_figure(max_lr=1e-3, warmup_steps=warmup_steps, total_steps=total_steps,
+                               min_ratio=min_ratio)
+
+    return Panel(controls, render, title="A cosine schedule with linear warm-up")
+
+
+__all__ = ["PANEL_MODEL", "step_cost_html", "step_cost_panel", "schedule_panel"]

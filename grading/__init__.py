@@ -1,0 +1,352 @@
+"""The instructor's side of grading: hidden cases, plain expected values, the grading bundle.
+
+Students never get this folder (``make student`` leaves it out, and so does the lectorch package).
+Each chapter topic has a module ``grading/<topic>.py`` (the topic is the name of the exercise module
+in ``lectorch/exercises``) that may define:
+
+* ``EXPECTED = {"exercise-id": value}``: the plain answers of value and prediction exercises;
+* ``HIDDEN = {"exercise-id": make_cases}`` and/or ``def hidden_cases(exercise_id, rng)``: hidden
+  cases of function exercises (``rng`` is a ``random.Random``; return a list of ``Case``).
+
+:func:`build_bundle` turns them into one bundle of plain data (hidden inputs with their expected
+results, expected values), generated from a secret seed; ``tools/grading_bundle.py`` writes it and
+``tools/grade.py`` reads it. The bundle is loaded with ``torch.load(weights_only=True)``.
+
+>>> calls = check_calls({"cells": [{"cell_type": "code",
+...     "source": 'x = 1\\nlectorch.check("demo-id", x, measured=m)'}]})
+>>> calls
+[('demo-id', 'x')]
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Mapping
+
+GRADING_DIR = Path(__file__).resolve().parent
+BUNDLE_FORMAT = "lectorch-grading-bundle"
+BUNDLE_VERSION = 1
+_NOT_TOPICS = {"harness"}
+
+
+# --------------------------------------------------------------------------- grading modules
+
+
+def topic_modules(directory: Path = GRADING_DIR) -> dict[str, ModuleType]:
+    """Every ``<topic>.py`` of ``directory`` (the grading folder by default), imported, by topic."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"grading directory {directory} does not exist; pass the folder of grading modules")
+    modules = {}
+    for path in sorted(directory.glob("*.py")):
+        topic = path.stem
+        if topic.startswith("_") or topic in _NOT_TOPICS:
+            continue
+        name = f"grading.{topic}" if directory.resolve() == GRADING_DIR else f"_lectorch_grading_{topic}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules[topic] = module
+    return modules
+
+
+def expected_values(modules: Mapping[str, ModuleType]) -> dict[str, Any]:
+    """The plain expected values of every module's ``EXPECTED``, by exercise id."""
+    values: dict[str, Any] = {}
+    for topic, module in modules.items():
+        for ex_id, value in getattr(module, "EXPECTED", {}).items():
+            if ex_id in values:
+                raise ValueError(f"grading/{topic}.py: EXPECTED[{ex_id!r}] is also defined by another module")
+            values[ex_id] = value
+    return values
+
+
+def hidden_cases(modules: Mapping[str, ModuleType], exercise_id: str, rng: random.Random) -> list:
+    """Hidden cases of ``exercise_id`` from ``HIDDEN`` and ``hidden_cases()`` of every module."""
+    cases: list = []
+    for module in modules.values():
+        maker = getattr(module, "HIDDEN", {}).get(exercise_id)
+        if maker is not None:
+            cases += list(maker(rng))
+        func = getattr(module, "hidden_cases", None)
+        if callable(func):
+            cases += list(func(exercise_id, rng) or [])
+    return cases
+
+
+# --------------------------------------------------------------------------- plain data
+
+
+DATACLASS = "__dataclass__"
+_DATACLASS_HOMES = ("lectorch.", "grading.")
+
+
+def encode(value: Any, where: str, *, expected: bool = False) -> Any:
+    """``value`` as plain data (``GeneratorSeed`` → a marker); refuses anything else, naming ``where``.
+
+    An ``expected`` value may also be a dataclass of lectorch or grading (e.g. a result with the
+    numbers that reveal known slips): it is stored by name and fields, and rebuilt by :func:`decode`
+    in the grader. Such values never go into the sandbox (only inputs do)."""
+    import dataclasses
+
+    import torch
+
+    from grading.harness import GENERATOR
+    from lectorch.exercises import GeneratorSeed
+
+    if isinstance(value, GeneratorSeed):
+        return {GENERATOR: int(value.seed)}
+    if expected and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        if not cls.__module__.startswith(_DATACLASS_HOMES):
+            raise TypeError(f"{where}: expected value of class {cls.__qualname__} must come from lectorch or grading")
+        fields = {f.name: encode(getattr(value, f.name), where, expected=True) for f in dataclasses.fields(value)}
+        return {DATACLASS: f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
+    if isinstance(value, (tuple, list)):
+        items = [encode(v, where, expected=expected) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {k: encode(v, where, expected=expected) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, complex, str, torch.dtype, torch.device)):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().clone()
+    home = getattr(type(getattr(value, "__self__", value)), "__module__", "")
+    if not expected and home.startswith(("lectorch.", "torch", "numpy")):
+        # an input object of lectorch (e.g. a simulated device's bound method): pickled for the
+        # sandbox's kernel, which has the same lectorch; the grader itself never unpickles it
+        import base64
+        import pickle
+
+        from grading.harness import PICKLED
+
+        try:
+            return {PICKLED: base64.b64encode(pickle.dumps(value)).decode("ascii")}
+        except Exception as err:  # noqa: BLE001
+            raise TypeError(f"{where}: input {type(value).__name__} cannot be pickled ({err})") from None
+    raise TypeError(f"{where}: a {type(value).__name__} cannot go into the grading bundle; use numbers, "
+                    "strings, tuples, lists, dicts, tensors, dtypes, GeneratorSeed or objects of lectorch")
+
+
+def _pickled_key() -> str:
+    from grading.harness import PICKLED
+
+    return PICKLED
+
+
+def decode(value: Any) -> Any:
+    """An expected value from the bundle, with its lectorch/grading dataclasses rebuilt."""
+    import importlib
+
+    if isinstance(value, dict):
+        if set(value) == {DATACLASS, "fields"} and isinstance(value[DATACLASS], str):
+            module_name, _, qualname = value[DATACLASS].partition(":")
+            if not module_name.startswith(_DATACLASS_HOMES):
+                raise ValueError(f"the bundle names a class outside lectorch and grading: {value[DATACLASS]}")
+            obj: Any = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+            return obj(**{k: decode(v) for k, v in value["fields"].items()})
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [decode(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _pickled_call(args: tuple, kwargs: dict, where: str) -> dict:
+    """Arguments that hold objects (e.g. three bound methods of one simulated device) pickled
+    TOGETHER, so that the kernel rebuilds one device, not three."""
+    import base64
+    import pickle
+
+    from grading.harness import PICKLED
+
+    try:
+        data = pickle.dumps((tuple(args), dict(kwargs)))
+    except Exception as err:  # noqa: BLE001
+        raise TypeError(f"{where}: the arguments cannot be pickled ({err})") from None
+    return {PICKLED: base64.b64encode(data).decode("ascii")}
+
+
+def _case(case: Any, where: str) -> dict:
+    try:
+        args, kwargs = encode(tuple(case.args), where), encode(dict(case.kwargs), where)
+        if any(isinstance(v, dict) and set(v) == {_pickled_key()} for v in (*args, *kwargs.values())):
+            raise TypeError("holds objects")
+        call = None
+    except TypeError:
+        args, kwargs, call = (), {}, _pickled_call(case.args, case.kwargs, where)
+    return {
+        "args": args,
+        "kwargs": kwargs,
+        "call": call,
+        "expected": encode(case.expected, where, expected=True),
+        "raises": case.raises.__name__ if case.raises is not None else None,
+        "description": str(case.description),
+    }
+
+
+def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping | None = None,
+                 exercise_ids: list[str] | None = None) -> dict:
+    """The grading bundle (a dict of plain data) for every exercise of ``registry`` (default: all).
+
+    Function exercises get their public cases, ``generate(rng)`` cases and hidden cases; value and
+    prediction exercises their plain value from ``EXPECTED`` (checked against the package's seal).
+    ``rng`` is ``random.Random(f"{seed}:{exercise_id}")``: one exercise's cases do not depend on
+    which other exercises exist.
+    """
+    from lectorch import __version__
+    from lectorch.exercises import Sealed, exercises
+
+    registry = dict(exercises() if registry is None else registry)
+    modules = topic_modules(directory)
+    values = expected_values(modules)
+    unknown = sorted(set(values) - set(registry))
+    if unknown:
+        raise ValueError(f"EXPECTED names exercises that are not registered: {', '.join(unknown)}")
+    entries: dict[str, dict] = {}
+    problems: list[str] = []
+    for ex_id in exercise_ids or sorted(registry):
+        ex = registry[ex_id]
+        rng = grading_rng(seed, ex_id)
+        if ex.kind == "function":
+            cases = list(ex.cases)
+            if ex.generate is not None:
+                cases += list(ex.generate(rng))
+            cases += hidden_cases(modules, ex_id, rng)
+            entries[ex_id] = {"kind": ex.kind,
+                              "cases": [_case(c, f"{ex_id} case {i}") for i, c in enumerate(cases, 1)]}
+            continue
+        if ex_id in values:
+            value = values[ex_id]
+            if isinstance(ex.expected, Sealed) and not ex.expected.matches(ex_id, value):
+                problems.append(f"{ex_id}: EXPECTED does not match the package's seal (re-seal it)")
+            # a Sealed subclass has its own matching (e.g. it accepts a set, a list or a string of
+            # names): the grader then uses the seal, whose agreement with EXPECTED was just checked
+            custom = isinstance(ex.expected, Sealed) and type(ex.expected) is not Sealed
+            entries[ex_id] = {"kind": ex.kind, "expected": encode(value, ex_id, expected=True), "sealed_only": custom}
+        elif isinstance(ex.expected, Sealed):  # graded against the seal, in the grader's process
+            entries[ex_id] = {"kind": ex.kind, "expected": None, "sealed_only": True}
+        else:
+            entries[ex_id] = {"kind": ex.kind, "expected": encode(ex.expected, ex_id, expected=True),
+                              "sealed_only": False}
+    if problems:
+        raise ValueError("the grading data disagree with the package:\n  " + "\n  ".join(problems))
+    return {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "seed": int(seed),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "lectorch": __version__,
+        "exercises": entries,
+    }
+
+
+def write_bundle(bundle: dict, path: Path) -> Path:
+    """Write ``bundle`` atomically to ``path`` (readable by its owner only)."""
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save(bundle, buffer)
+    buffer.seek(0)
+    torch.load(buffer, weights_only=True)  # what the grader will do: fail here, not there
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bundle-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(buffer.getvalue())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path
+
+
+def read_bundle(path: Path) -> dict:
+    """The bundle written by :func:`write_bundle` (plain data only: ``weights_only=True``)."""
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no grading bundle at {path}: build one with `make grading-bundle`")
+    bundle = torch.load(path, weights_only=True)
+    if not isinstance(bundle, dict) or bundle.get("format") != BUNDLE_FORMAT:
+        raise ValueError(f"{path} is not a lectorch grading bundle")
+    if bundle.get("version") != BUNDLE_VERSION:
+        raise ValueError(f"{path}: bundle version {bundle.get('version')}, this grader reads {BUNDLE_VERSION}; "
+                         "rebuild it with `make grading-bundle`")
+    return bundle
+
+
+def fingerprint(path: Path) -> str:
+    """A short hash of the bundle file (safe to publish: it does not reveal the seed)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------- check cells
+
+
+def _python_lines(source: str) -> str:
+    # IPython magics and shell escapes are not Python: blank them so the rest parses
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def check_calls(notebook: Mapping) -> list[tuple[str, str]]:
+    """``(exercise id, answer expression)`` of every ``lectorch.check("id", answer)`` in code cells,
+    in order, each id once. A cell that does not parse contributes nothing."""
+    calls: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for cell in notebook.get("cells", []):
+        if not isinstance(cell, Mapping) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        text = _python_lines(source)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and len(n.args) >= 2]
+        for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            first = node.args[0]
+            if name != "check" or not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                continue
+            if first.value not in seen:
+                seen.add(first.value)
+                calls.append((first.value, ast.get_source_segment(text, node.args[1]) or ""))
+    return calls
+
+
+def read_notebook_json(path: Path, max_bytes: int = 50 * 2**20) -> dict:
+    """A notebook file's JSON (``ValueError`` when it is too big, not JSON or not a notebook)."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"{path.name} is {size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
+    try:
+        nb = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise ValueError(f"{path.name} is not a notebook (not JSON: {str(err)[:80]})") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise ValueError(f"{path.name} is not a notebook (no list of cells)")
+    return nb
+
+
+def grading_rng(seed: int, exercise_id: str) -> random.Random:
+    """The random generator an exercise's cases are drawn from."""
+    return random.Random(f"{seed}:{exercise_id}")
+
+
+__all__ = ["build_bundle", "check_calls", "encode", "expected_values", "fingerprint", "grading_rng",
+           "hidden_cases", "read_bundle", "read_notebook_json", "topic_modules", "write_bundle"]

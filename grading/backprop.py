@@ -1,0 +1,55 @@
+"""Grading bundle of chapter 06 (backprop): plain expected values and hidden cases.
+
+Not part of the student package. Values are computed here from torch's own counters.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+from torch import nn
+
+from lectorch.exercises import backprop as ex
+
+B, D, H = 64, 512, 128
+
+
+class TiedAutoencoder(nn.Module):
+    """h = x @ W, y = h @ Wᵀ: one D×H matrix used twice (the exercise's model)."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(dim, hidden))
+
+    def forward(self, x):
+        return (x @ self.weight) @ self.weight.T
+
+
+def tied_flops(batch: int = B, dim: int = D, hidden: int = H) -> int:
+    from lectorch.backprop import measured_flops
+
+    with torch.device("meta"):
+        model, x = TiedAutoencoder(dim, hidden), torch.empty(batch, dim)
+    return measured_flops(model, x).total
+
+
+EXPECTED = {
+    # the physics: each linear layer's backward does two matmuls of its forward's size (the first
+    # layer one, which a deep stack dilutes): the time ratio follows the FLOP ratio, about 2
+    "backprop-time-ratio": 2.0,
+    "backprop-tied-flops": tied_flops(),
+}
+
+
+def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "backprop-mlp-backward":
+        return [ex.backward_case(3, [17, 1, 40, 9], False, "a bottleneck of width 1"),
+                ex.backward_case(128, [1024, 4096, 1024], True, "a wide MLP block, x requires grad"),
+                ex.backward_case(5, [2, 3, 4, 5, 6, 7, 8], False, "six layers of growing width"),
+                *ex.random_mlp_cases(rng, 4)]
+    if exercise_id == "backprop-skip-grads":
+        return [ex.skip_case(100, 1, 1, 1, "1×1 matrices"),
+                ex.skip_case(101, 8, 4, 1, "one output"),
+                *ex.random_skip_cases(rng, 5)]
+    return []

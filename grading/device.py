@@ -1,0 +1,75 @@
+"""Instructor's grading data for chapter 02 (device placement): plain expected values, hidden cases.
+
+Never shipped to students (see lectorch.exercises: the package holds only seals).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from lectorch.device import allocator_bytes
+from lectorch.dtypes import bytes_per_element
+from lectorch.exercises import Case
+from lectorch.exercises.device import stream_case
+from lectorch.transfer import pcie_bytes_per_s
+
+EXPECTED = {
+    "device-gpu-bytes": 256 * 4096 * bytes_per_element("fp16"),
+    # an (8192, 16384) bf16 tensor over PCIe 5.0 x16, at the link's peak
+    "device-h2d-seconds": 8192 * 16384 * bytes_per_element("bf16") / pcie_bytes_per_s(5),
+}
+
+
+def predict_readings(events):
+    """The reference solution of device-allocated-peak."""
+    live, now, peak = {}, 0, 0
+    for event in events:
+        if event[0] == "alloc":
+            _, name, shape, dtype = event
+            live[name] = allocator_bytes(math.prod(shape) * bytes_per_element(dtype))
+            now += live[name]
+            peak = max(peak, now)
+        else:
+            now -= live.pop(event[1])
+    return now, peak
+
+
+def time_copy(copy, synchronize, clock, repeats=10):
+    """The reference solution of device-timing-debug."""
+    copy()
+    synchronize()
+    start = clock()
+    for _ in range(repeats):
+        copy()
+    synchronize()
+    return (clock() - start) / repeats
+
+
+def _events(rng: random.Random) -> list[Case]:
+    fixed = [
+        [("alloc", "w", (4096, 4096), "bf16"), ("alloc", "g", (4096, 4096), "bf16"), ("free", "g")],
+        [("alloc", "a", (1,), "int8"), ("alloc", "b", (129,), "fp32"), ("free", "a"), ("alloc", "c", (2,), "fp64")],
+        [("alloc", "x", (7, 7), "fp32"), ("free", "x"), ("alloc", "x", (7, 7), "fp32")],
+    ]
+    for _ in range(3):
+        events, names = [], []
+        for i in range(rng.randint(3, 8)):
+            if names and rng.random() < 0.35:
+                events.append(("free", names.pop(rng.randrange(len(names)))))
+            else:
+                shape = tuple(rng.randint(0, 300) for _ in range(rng.randint(1, 2)))
+                events.append(("alloc", f"t{i}", shape, rng.choice(["fp32", "bf16", "fp16", "int64", "int8"])))
+                names.append(f"t{i}")
+        fixed.append(events)
+    return [Case(args=(e,), expected=predict_readings(e), description="hidden events") for e in fixed]
+
+
+def _streams(rng: random.Random) -> list[Case]:
+    return [stream_case(5e-4, 1e-5, 0.5, 3, "hidden: few repeats, a slow first call"),
+            stream_case(1e-6, 4e-6, 0.01, 50, "hidden: copies shorter than their launch")] + [
+        stream_case(rng.uniform(1e-5, 1e-2), rng.uniform(1e-6, 1e-5), rng.uniform(0.01, 0.3), rng.choice([4, 16]),
+                    "hidden: a simulated stream") for _ in range(3)]
+
+
+HIDDEN = {"device-allocated-peak": _events, "device-timing-debug": _streams}

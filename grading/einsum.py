@@ -1,0 +1,68 @@
+"""Grading bundle of chapter 04 (einsum): plain expected values and hidden cases.
+
+Not part of the student package. The crossover is counted by FlopCounterMode on the meta device.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+from einops import einsum, rearrange
+
+from lectorch.exercises import einsum as ex
+from lectorch.flops import count_flops
+
+
+def layer_flops(seq: int, *, hidden: int, heads: int, kv_heads: int, head_dim: int,
+                mlp_width: int) -> tuple[int, int]:
+    """(attention's scores + mixing, everything else) forward FLOPs of one layer at ``seq`` tokens,
+    with grouped-query attention and a SwiGLU MLP, counted by torch."""
+    with torch.device("meta"):
+        x = torch.empty(1, seq, hidden)
+        wq, wo = torch.empty(hidden, heads * head_dim), torch.empty(heads * head_dim, hidden)
+        wk, wv = (torch.empty(hidden, kv_heads * head_dim) for _ in range(2))
+        gate, up, down = (torch.empty(hidden, mlp_width), torch.empty(hidden, mlp_width),
+                          torch.empty(mlp_width, hidden))
+        q = rearrange(x @ wq, "b s (kv g d) -> b kv g s d", kv=kv_heads, d=head_dim)
+        k = rearrange(x @ wk, "b s (kv d) -> b kv s d", d=head_dim)
+        v = rearrange(x @ wv, "b s (kv d) -> b kv s d", d=head_dim)
+
+        def attention(q, k, v):
+            w = einsum(q, k, "b kv g s1 d, b kv s2 d -> b kv g s1 s2").softmax(-1)
+            return einsum(w, v, "b kv g s1 s2, b kv s2 d -> b kv g s1 d")
+
+        def rest(x, o):
+            projections = x @ wq, x @ wk, x @ wv, o @ wo
+            mlp = (torch.nn.functional.silu(x @ gate) * (x @ up)) @ down
+            return projections, mlp
+
+        o = rearrange(attention(q, k, v), "b kv g s d -> b s (kv g d)")
+        return count_flops(attention, q, k, v).total, count_flops(rest, x, o).total
+
+
+def crossover(**layer) -> float:
+    """The s where attention (∝ s²) equals the rest (∝ s): s · rest / attention at any s."""
+    seq = 1024
+    attention, rest = layer_flops(seq, **layer)
+    return seq * rest / attention
+
+
+EXPECTED = {
+    "einsum-summed-dims": "s",
+    "einsum-layer-crossover": crossover(**ex.LAYER),
+}
+
+
+def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "einsum-gqa-scores":
+        return [ex.gqa_case(1, 8, 1, 4, 6, 4, "one key head for all (multi-query attention)", seed=10),
+                ex.gqa_case(2, 6, 2, 5, 5, 5, "seq1 == seq2 == hidden", seed=11),
+                ex.gqa_case(1, 4, 2, 1, 7, 3, "a single query token", seed=12),
+                *ex.random_gqa_cases(rng, 3)]
+    if exercise_id == "einsum-center-tokens":
+        return [ex.center_case((3, 3, 3), "a cube", seed=10),
+                ex.center_case((1, 1, 5), "one token", seed=11),
+                ex.center_case((2, 5, 5), "seq == hidden", seed=12),
+                *ex.random_center_cases(rng, 3)]
+    return []

@@ -1,0 +1,43 @@
+"""Grading bundle of chapter 05 (flops): plain expected values and hidden cases.
+
+Not part of the student package.
+"""
+
+from __future__ import annotations
+
+import random
+
+from lectorch.exercises import flops as ex
+from lectorch.flops import linear_flops
+from lectorch.hardware import GPUS, get_gpu
+from lectorch.roofline import matmul_intensity
+
+
+def time_ratio() -> float:
+    """Both matmuls are compute-bound on every GPU of the table in fp32 (and on CPUs): the time
+    ratio is the FLOP ratio."""
+    small, large = ex.RATIO_SMALL, ex.RATIO_LARGE
+    ridge = max(g.peak_flops("fp32") / g.bandwidth_bytes_per_s for g in GPUS.values())
+    assert min(matmul_intensity(*small, "fp32"), matmul_intensity(*large, "fp32")) > ridge
+    return linear_flops(*large) / linear_flops(*small)
+
+
+EXPECTED = {"flops-time-ratio": time_ratio()}
+
+
+def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "flops-mfu-from-time":
+        a100 = get_gpu("A100")
+        return [ex.mfu_case(4096, 1024, 4096, 2.5e-4, a100.peak_flops("bf16"), "a rectangular bf16 matmul on an A100"),
+                ex.mfu_case(16384, 32768, 8192, 0.16, get_gpu("H100 SXM").peak_flops("fp32"), "a large fp32 matmul"),
+                *ex.random_mfu_cases(rng, 3)]
+    if exercise_id == "flops-compute-bound-n":
+        l4, h200 = get_gpu("L4"), get_gpu("H200")
+        return [ex.smallest_n_case(l4.peak_flops("bf16"), l4.bandwidth_bytes_per_s, 2, "L4, bf16"),
+                ex.smallest_n_case(h200.peak_flops("fp8"), h200.bandwidth_bytes_per_s, 1, "H200, fp8"),
+                ex.smallest_n_case(3e12, 1e12, 4, "a ridge point that is a whole number"),
+                *ex.random_smallest_n_cases(rng, 3)]
+    if exercise_id == "flops-honest-timer":
+        return [ex.timer_case(0.005, "two cold calls, hiccup at call 4", cold=2, hiccup=4),
+                *ex.random_timer_cases(rng, 1)]
+    return []

@@ -1,0 +1,55 @@
+"""Grading bundle of chapter 07 (init): plain expected values and hidden cases.
+
+Not part of the student package.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import torch
+from torch import nn
+
+from lectorch.exercises import init as ex
+
+DIM, LAYERS, OUT = 768, 12, 10
+
+
+class BiasedCruncher(nn.Module):
+    """The exercise's variant: num_layers D×D layers with biases, then a D→10 head with biases."""
+
+    def __init__(self, dim: int = DIM, num_layers: int = LAYERS, out: int = OUT):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(dim, dim, bias=True, device="meta") for _ in range(num_layers))
+        self.final = nn.Linear(dim, out, bias=True, device="meta")
+
+
+def relu_stack_std(blocks: int = 8) -> float:
+    """E[z²] of a LeCun layer's output is E[a²] of its input (fan_in · 1/fan_in); a ReLU halves E[z²]
+    of a zero-mean symmetric z. So 8 ReLUs scale the second moment by 2⁻⁸ and the std by 2⁻⁴."""
+    return math.sqrt(0.5**blocks)
+
+
+EXPECTED = {
+    "init-relu-depth": relu_stack_std(8),
+    "init-variant-params": sum(p.numel() for p in BiasedCruncher().parameters()),
+}
+
+
+def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "init-fix-trunc":
+        return [ex.trunc_case((16, 4096), 10, "a 16×4096 weight: fan_in 16"),
+                ex.trunc_case((1024, 64), 11, "a 1024×64 weight"),
+                ex.trunc_case((300, 300), 12, "a 300×300 weight"),
+                *ex.random_trunc_cases(rng, 3)]
+    if exercise_id == "init-leaky-std":
+        return [ex.leaky_case(1024, 0.0, "slope 0: a plain ReLU"),
+                ex.leaky_case(777, 1.0, "slope 1: no non-linearity at all"),
+                ex.leaky_case(1, 0.3, "fan_in 1"),
+                *ex.random_leaky_cases(rng, 4)]
+    return []
+
+
+if __name__ == "__main__":
+    print(EXPECTED, torch.__version__)

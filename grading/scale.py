@@ -1,0 +1,45 @@
+"""Instructor's grading data for chapter 10 (scale): plain expected values and hidden cases.
+
+Never shipped to students. The checkpointing ratio is counted by FlopCounterMode on the model of
+the exercise; HFU uses the dense bf16 peak of lectorch's spec table.
+"""
+
+from __future__ import annotations
+
+import random
+
+from lectorch import hardware
+from lectorch.exercises import scale as ex
+from lectorch.flops import count_flops
+from lectorch.models import TinyLM
+from lectorch.train import lm_loss
+
+
+def _step_flops(checkpointing: bool) -> int:
+    m = ex.CKPT_TIME_MODEL
+    import torch
+
+    model = TinyLM(m["vocab_size"], m["dim"], m["num_layers"], checkpointing=checkpointing)
+    ids = torch.zeros(m["batch_size"], m["context_length"], dtype=torch.long)
+    return count_flops(lambda: lm_loss(model(ids), ids).backward()).total
+
+
+_H100 = hardware.get_gpu("H100 SXM")
+_PARAMS, _TOKENS_PER_S, _GPUS = 7e9, 1.0e6, 64
+_INT4_BITS = 4 + (16 + 16) / 64  # the weight, plus its share of an fp16 scale and an fp16 zero
+
+EXPECTED = {
+    "scale-ckpt-time": _step_flops(True) / _step_flops(False),
+    # full recomputation: forward + recomputed forward + backward = 8 FLOPs per token and parameter
+    "scale-hfu": 8 * _PARAMS * _TOKENS_PER_S / (_GPUS * _H100.peak_flops("bf16")),
+    "scale-int4-bytes": 70e9 * _INT4_BITS / 8,
+}
+
+
+def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "scale-saved-bytes":
+        return [ex.saved_case(3, 5, 8, 2, 7, True, measure=True),
+                ex.saved_case(2, 4, 4, 3, 50, False, measure=True),
+                ex.saved_case(4, 2048, 4096, 32, 128_256, True, "a Llama-sized stack, checkpointed"),
+                *ex.random_saved_cases(rng, 3)]
+    return []

@@ -1,0 +1,50 @@
+"""Grading bundle of chapter 03 (views): plain expected values and hidden cases.
+
+Not part of the student package. Every value is asked to torch here, not typed in.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from lectorch.exercises import views as ex
+from lectorch.views import shares_storage
+
+
+def storage_index() -> int:
+    y = torch.arange(48).view(6, 8)[1:, 2::3]
+    return int(y.storage_offset() + 2 * y.stride(0) + 1 * y.stride(1))
+
+
+def copying_letters() -> str:
+    x = torch.arange(16.0).view(4, 4)
+    return "".join(sorted(k for k, (_, op) in ex.COPY_QUIZ.items() if not shares_storage(x, op(x))))
+
+
+def permute_slice_layout() -> tuple[tuple[int, ...], int]:
+    y = torch.empty(2, 3, 4, 5).permute(3, 1, 0, 2)[::2, 1:, :, 1]
+    return tuple(y.stride()), int(y.storage_offset())
+
+
+EXPECTED = {
+    "views-storage-index": storage_index(),
+    "views-which-copy": copying_letters(),
+    "views-permute-slice": permute_slice_layout(),
+}
+
+
+def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "views-transpose-strides":
+        return [ex.transpose_case((2, 3, 4), 0, 2, "a 3-D tensor, first and last dims"),
+                ex.transpose_case((2, 3, 4, 5), -1, 0, "negative dims count from the end"),
+                ex.transpose_case((7,), 0, 0, "a dim swapped with itself"),
+                ex.transpose_case((3, 1, 4), 0, 1, "a dim of size 1"),
+                *ex.random_transpose_cases(rng, 4)]
+    if exercise_id == "views-merge-heads":
+        return [ex.merge_case((2, 1, 5, 3), "one head", seed=10),
+                ex.merge_case((1, 4, 4, 4), "heads == seq == width", seed=11),
+                ex.merge_case((2, 3, 4, 2), "a non-contiguous input", seed=12, transposed_input=True),
+                *ex.random_merge_cases(rng, 3)]
+    return []

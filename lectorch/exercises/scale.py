@@ -1,0 +1,138 @@
+"""Exercises of chapter 10: precision and scale.
+
+- ``scale-saved-bytes`` (derive, as a function): the bytes autograd saves for a TinyLM, with and
+  without activation checkpointing, checked against ``saved_tensors_hooks`` on a real model.
+- ``scale-ckpt-time`` (predict, then measure): the step-time ratio checkpointing should cost,
+  from its FLOPs, for a model whose head is large.
+- ``scale-hfu`` (derive): the hardware FLOP utilisation of a run that recomputes every layer.
+- ``scale-int4-bytes`` (derive): the bytes of a 70B model in int4 with per-group scales and zeros.
+
+Plain answers and hidden cases live in ``grading/scale.py``; the package holds only seals.
+
+>>> saved_case(1, 2, 8, 1, 8, False).expected == predicted_saved_bytes(1, 2, 8, 1, 8)
+True
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.models import TinyLM
+from lectorch.step_memory import saved_tensors
+from lectorch.train import lm_loss, predicted_saved_bytes
+
+# ------------------------------------------------------------------- saved activation bytes
+
+
+def measured_saved_bytes(batch_size: int, context_length: int, dim: int, num_layers: int,
+                         vocab_size: int, checkpointing: bool = False) -> int:
+    """What autograd really saves for one fp32 forward pass of a TinyLM and its loss, counted by
+    ``saved_tensors_hooks`` (parameters left out).
+
+    >>> measured_saved_bytes(1, 2, 8, 1, 8) == predicted_saved_bytes(1, 2, 8, 1, 8)
+    True
+    """
+    g = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = TinyLM(vocab_size, dim, num_layers, checkpointing=checkpointing)
+    ids = torch.randint(vocab_size, (batch_size, context_length), generator=g)
+    targets = torch.randint(vocab_size, (batch_size, context_length), generator=g)
+    saved = saved_tensors(lambda: lm_loss(model(ids), targets), parameters=list(model.parameters()))
+    return int(saved.activation_bytes)
+
+
+def saved_case(b: int, t: int, d: int, n: int, v: int, checkpointing: bool, description: str = "",
+               *, measure: bool = False) -> Case:
+    """A case of ``scale-saved-bytes``; expected measured on a real model when ``measure``."""
+    count = measured_saved_bytes if measure else predicted_saved_bytes
+    return Case(args=(b, t, d, n, v), kwargs={"checkpointing": checkpointing},
+                expected=count(b, t, d, n, v, checkpointing=checkpointing),
+                description=description or f"B={b}, T={t}, D={d}, {n} blocks, V={v}"
+                + (", checkpointed" if checkpointing else ""))
+
+
+def random_saved_cases(rng: random.Random, count: int) -> list[Case]:
+    """``count`` random shapes, each measured with saved_tensors_hooks (torch is the reference)."""
+    return [saved_case(rng.randint(1, 4), rng.randint(1, 8), rng.choice([4, 8, 12]),
+                       rng.randint(1, 3), rng.choice([5, 16, 33]), rng.random() < 0.5, measure=True)
+            for _ in range(count)]
+
+
+register(
+    Exercise(
+        id="scale-saved-bytes",
+        title="saved_bytes(batch_size, context_length, dim, num_layers, vocab_size, checkpointing)",
+        kind="function",
+        rtol=0.0,
+        hint=("go through the table of section 2 row by row: which rows grow with the number of "
+              "blocks, which with the vocabulary, and what is their dtype?",
+              "with checkpointing a block keeps only its input; the head's input, the loss's "
+              "log-probabilities, the int64 ids and targets and one 4-byte scalar stay."),
+        cases=(saved_case(16, 32, 64, 4, 64, False, "the panel's model at batch 16"),
+               saved_case(16, 32, 64, 4, 64, True, "the panel's model at batch 16, checkpointed"),
+               saved_case(1, 1, 8, 1, 8, False, "one token"),
+               saved_case(8, 128, 256, 12, 1000, True, "a deeper model, checkpointed")),
+        generate=lambda rng: random_saved_cases(rng, 3),
+        summary=("runs your function on 7 cases; 3 random shapes are measured on a real TinyLM "
+                 "with saved_tensors_hooks"),
+    )
+)
+
+# --------------------------------------------------------------- predict: checkpointing's time
+
+#: The model of ``scale-ckpt-time``: a large vocabulary, so the (never recomputed) head matters.
+CKPT_TIME_MODEL = {"batch_size": 8, "context_length": 32, "dim": 64, "num_layers": 2,
+                   "vocab_size": 2048}
+
+register(
+    Exercise(
+        id="scale-ckpt-time",
+        title="the step time with activation checkpointing over the step time without",
+        kind="prediction",
+        expected=Sealed("n|0.02|0.0|98031b4b3ed8386f7e005d41|178da226db7bb147b15b10fc"),
+        hint=("predict from FLOPs: which matmuls does the non-reentrant checkpoint run a second "
+              "time, and how large are they next to the whole step's?",
+              "the head (D × V) is not inside a checkpointed block: it is never recomputed, but "
+              "its forward and backward are part of every step."),
+        summary=("judges your prediction against the FLOP ratio (within about ±2%) and compares "
+                 "it with the step times measured on your machine"),
+    )
+)
+
+# ------------------------------------------------------------------------------- derive: HFU
+
+register(
+    Exercise(
+        id="scale-hfu",
+        title="HFU of a 7B model at 1.0 M tokens/s on 64 H100 SXM, every layer recomputed",
+        kind="value",
+        expected=Sealed("n|0.01|0.0|69ac80a99b8de00bdf5fb9b9|1c1a4cf1e6c2c5ad05f0f056"),
+        slips={0.75: "it counts only the model's FLOPs; the hardware also runs the recomputation.",
+               0.5: "the 1979 TFLOP/s of the datasheet assumes 2:4 sparsity: use the dense peak."},
+        hint=("HFU = FLOPs the hardware executes per second / peak FLOP/s of all the GPUs.",
+              "with every layer recomputed a step costs one more forward pass: how many FLOPs "
+              "per token and parameter is that?"),
+    )
+)
+
+# ------------------------------------------------------------------------ derive: int4 bytes
+
+register(
+    Exercise(
+        id="scale-int4-bytes",
+        title="bytes of a 70B model's weights in int4, groups of 64 with an fp16 scale and zero",
+        kind="value",
+        expected=Sealed("n|0.005|0.0|32df17c0fe844159c22880b7|2fefa9414419690aca909822"),
+        slips={4.25 / 4.5: "each group stores two fp16 numbers, a scale and a zero point.",
+               4 / 4.5: "the groups' scales and zero points cost bytes too.",
+               8.0: "bits or bytes?"},
+        hint=("count bits per weight first: the 4 bits of the weight plus its share of its "
+              "group's extra numbers.",),
+    )
+)
+
+__all__ = ["measured_saved_bytes", "saved_case", "random_saved_cases", "CKPT_TIME_MODEL"]

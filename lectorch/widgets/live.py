@@ -1,0 +1,118 @@
+"""What the static book needs to recompute the arithmetic panels in the browser, without a kernel.
+
+The book's page script (``tools/book_static/lectorch-live.js``) re-expresses a handful of
+formulas — products and sums of the numbers below — and takes every *number* (the GPU spec table,
+bytes per element, link speeds, optimizer state counts) from :func:`export_data`, which the book
+build writes next to the pages: lectorch stays the one source of the data. :func:`numbers` gives
+lectorch's own results for a panel's control values; the browser test sets random controls in the
+page and compares the page's numbers with these, so the two formula copies cannot drift apart
+unnoticed.
+
+>>> numbers("napkin", params=70e9, tokens=15e12, gpu="H100 SXM", num_gpus=1024, mfu=0.5,
+...         setup="AdamW fp32 (16 B)", dtype="bf16")["days"] // 1
+143.0
+>>> sorted(LIVE)
+['backprop', 'einsum', 'napkin', 'roofline', 'step_memory', 'tensor_bytes', 'transfer']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from lectorch import backprop, contractions, napkin, optim, step_memory, transfer
+from lectorch.dtypes import FLOAT_DTYPES, short_name
+from lectorch.hardware import GPUS
+from lectorch.memory import tensor_bytes
+from lectorch.roofline import MATMUL_PRECISIONS, Roofline, element_bytes, matmul_bytes, matmul_intensity
+from lectorch.flops import matmul_flops
+
+
+def export_data() -> dict[str, Any]:
+    """Every number the in-browser panels use, as JSON-ready data.
+
+    >>> export_data()["gpus"]["H100 SXM"]["dense"]["bf16"] / 1e12
+    989.5
+    """
+    from lectorch.widgets.device import PANEL_DTYPES
+    from lectorch.widgets.napkin import MEMORY_SETUPS
+
+    gpus = {}
+    for key, spec in GPUS.items():
+        entry = {"name": spec.name, "memory_bytes": spec.memory_bytes,
+                 "bandwidth_bytes_per_s": spec.bandwidth_bytes_per_s, "dense": dict(spec.dense)}
+        gpus[key] = entry
+        gpus.setdefault(spec.name, entry)
+    return {
+        "gpus": gpus,
+        "napkin": {"flops_per_param_token": 6.0, "seconds_per_day": napkin.SECONDS_PER_DAY,
+                   "setups": {label: b.total for label, b in MEMORY_SETUPS.items()}},
+        "float_bytes": {short_name(d): d.itemsize for d in FLOAT_DTYPES},
+        "transfer_bytes": {name: tensor_bytes((1,), name) for name in PANEL_DTYPES},
+        "links": dict(transfer.NAPKIN_LINKS),
+        "matmul_bytes": {key: element_bytes(key) for key in (*MATMUL_PRECISIONS, "fp8")},
+        "step_bytes": {name: tensor_bytes((1,), name) for name in step_memory.STEP_DTYPES},
+        "state_tensors": dict(optim.STATE_TENSORS),
+        "step_temporaries": dict(optim.STEP_TEMPORARIES),
+    }
+
+
+def _napkin(params, tokens, gpu, num_gpus, mfu, setup, dtype) -> dict[str, float]:
+    from lectorch.widgets.napkin import MEMORY_SETUPS
+
+    s = napkin.summarize(params, tokens, gpu=gpu, num_gpus=num_gpus, mfu=mfu,
+                         bytes_per_param=MEMORY_SETUPS[setup], dtype=dtype)
+    return {"training_flops": s.training_flops, "cluster_flops_per_s": s.cluster_flops_per_s, "days": s.days,
+            "gpu_hours": s.gpu_hours, "memory_needed_bytes": s.memory_needed_bytes,
+            "memory_available_bytes": s.memory_available_bytes, "max_params": s.max_params}
+
+
+def _tensor_bytes(rows, cols, dtype) -> dict[str, float]:
+    out = {"elements": rows * cols, "bytes": tensor_bytes((rows, cols), dtype)}
+    out.update({f"bytes_{short_name(d)}": tensor_bytes((rows, cols), d) for d in FLOAT_DTYPES})
+    return out
+
+
+def _transfer(elements, dtype) -> dict[str, float]:
+    s = transfer.summarize_transfer(elements, dtype, measure=False)
+    return {"bytes": s.nbytes, **{f"seconds {link}": t for link, t in s.napkin_seconds.items()}}
+
+
+def _roofline(gpu, dtype, m, k, n) -> dict[str, float]:
+    roof = Roofline.from_gpu(gpu, dtype)
+    intensity = matmul_intensity(m, k, n, dtype)
+    return {"flops": matmul_flops(m, k, n), "bytes": matmul_bytes(m, k, n, dtype), "intensity": intensity,
+            "ridge_point": roof.ridge_point, "attainable": roof.attainable(intensity),
+            "mfu_max": roof.attainable(intensity) / roof.peak_flops_per_s,
+            "compute_bound": float(roof.bound(intensity) == "compute")}
+
+
+def _backprop(batch, dim, depth, out_dim, input_requires_grad) -> dict[str, float]:
+    f = backprop.mlp_flops(batch, [dim] * depth + [out_dim], input_requires_grad=input_requires_grad)
+    return {**f.as_dict(), "num_parameters": f.num_parameters, "ratio": f.ratio}
+
+
+def _step_memory(batch, width, depth, dtype, optimizer) -> dict[str, float]:
+    parts = step_memory.predict_step_memory(width, depth, batch, dtype=dtype, optimizer=optimizer)
+    timeline = step_memory.step_timeline(width, depth, batch, dtype=dtype, optimizer=optimizer)
+    return {**parts.as_dict(), "total": parts.total, "peak": timeline.peak}
+
+
+def _einsum(pattern, sizes) -> dict[str, float]:
+    c = contractions.analyze(pattern, contractions.parse_sizes(sizes))
+    out = {"flops": c.flops, "output_rank": len(c.output_shape)}
+    out.update({f"out{i}": d for i, d in enumerate(c.output_shape)})
+    return out
+
+
+#: The panels computed in the page: name → lectorch's own computation of the page's numbers.
+LIVE: dict[str, Callable[..., dict[str, float]]] = {
+    "napkin": _napkin, "tensor_bytes": _tensor_bytes, "transfer": _transfer, "roofline": _roofline,
+    "backprop": _backprop, "step_memory": _step_memory, "einsum": _einsum,
+}
+
+
+def numbers(kind: str, **values: Any) -> dict[str, float]:
+    """lectorch's numbers for live panel ``kind`` at control ``values`` (what the page must show)."""
+    if kind not in LIVE:
+        raise ValueError(f"kind={kind!r} is not a live panel; choose one of {', '.join(sorted(LIVE))}")
+    return {k: float(v) for k, v in LIVE[kind](**values).items()}

@@ -1,0 +1,140 @@
+"""The launch a reader gets: chapters run in a fresh venv that has only lectorch installed as a
+package (plus torch and a kernel), from a folder holding nothing but the notebook — no book tooling
+(myst-nb, sphinx), no repository on the path.
+
+Nothing is installed twice (torch alone is a 1 GB copy): the venv sees this environment's torch,
+ipykernel and the dependencies lectorch's wheel *declares*, each with its own dependencies and
+nothing else, through a folder of links; pip then installs the lectorch wheel (with the lock,
+requirements.txt, as constraints, so it never resolves an unpinned torch) and finds every declared
+dependency satisfied. A dependency missing from pyproject.toml fails the chapter that imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ["00_napkin_math", "05_flops_mfu", "09_training_loop"]
+#: Linked (not installed) into the bare venv, with everything they depend on.
+LINKED = ("torch", "ipykernel")
+pytestmark = pytest.mark.slow
+
+
+def _closure(names) -> set[str]:
+    """The distributions ``names`` need, recursively (markers evaluated, extras left out)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen.add(name)
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return seen
+
+
+def _declared(wheel: Path) -> list[str]:
+    """The dependencies a wheel's metadata declares (what `pip install lectorch` would bring)."""
+    import zipfile
+
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = zf.read(meta).decode().splitlines()
+    reqs = [Requirement(line.split(":", 1)[1].strip()) for line in lines if line.startswith("Requires-Dist:")]
+    return [r.name for r in reqs if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+
+def _top_level_paths(name: str, site: Path) -> set[Path]:
+    from importlib import metadata
+
+    dist = metadata.distribution(name)
+    tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
+    return {site / t for t in tops if t != "__pycache__" and (site / t).exists()}
+
+
+def _run(cmd, **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def bare_kernel(tmp_path_factory):
+    """A kernelspec whose python is a fresh venv with lectorch (as a wheel), linked torch, ipykernel."""
+    import torch
+
+    tmp = tmp_path_factory.mktemp("bare")
+    venv = tmp / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    _run([base, "-m", "venv", "--without-pip", str(venv)])
+    python = venv / "bin" / "python"
+    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+
+    here = Path(sysconfig.get_paths()["purelib"])
+    assert Path(torch.__file__).is_relative_to(here), "torch is not in this venv's site-packages"
+    wheels = tmp / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels),
+          str(ROOT)])
+    wheel = next(wheels.glob("lectorch-*.whl"))
+    links = tmp / "linked"
+    links.mkdir()
+    linked = _closure([*LINKED, *_declared(wheel)])
+    assert not linked & {"lectorch", "myst-nb", "sphinx", "jupyter-book"}, linked
+    for name in linked:
+        for path in _top_level_paths(name, here):
+            if not (links / path.name).exists():
+                (links / path.name).symlink_to(path)
+    (site / "linked.pth").write_text(f"{links}\n")
+
+    # this environment's pip installs into the bare venv (pip --python): no pip inside it to set up
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
+          "-c", str(ROOT / "requirements.txt"), str(wheel)])
+    probe = _run([str(python), "-c", "import importlib.util as u; print([m for m in ('myst_nb', 'sphinx', "
+                  "'jupyter_book', 'nbval') if u.find_spec(m)])"], cwd=tmp)
+    assert probe.stdout.strip() == "[]", f"the bare venv has book tooling: {probe.stdout}"
+    jupyter = tmp / "jupyter"
+    _run([str(python), "-m", "ipykernel", "install", "--prefix", str(jupyter), "--name", "lectorch-bare"])
+    return jupyter / "share" / "jupyter"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_chapter_runs_in_a_bare_venv(bare_kernel: Path, stem: str, tmp_path: Path, monkeypatch):
+    from nbclient import NotebookClient
+
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    shutil.copy(ROOT / "chapters" / f"{stem}.ipynb", folder)
+    nb = nbformat.read(folder / f"{stem}.ipynb", as_version=4)
+    monkeypatch.setenv("JUPYTER_PATH", str(bare_kernel))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("LECTORCH_DEVICE", "cpu")
+    start = time.perf_counter()
+    client = NotebookClient(nb, kernel_name="lectorch-bare", timeout=120, allow_errors=False,
+                            resources={"metadata": {"path": str(folder)}})
+    client.execute(cwd=str(folder), env={**os.environ})
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert not first.outputs, "lectorch was not importable: the install cell ran pip"
+    print(f"{stem}: {time.perf_counter() - start:.1f} s in the bare venv")

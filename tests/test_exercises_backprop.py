@@ -1,0 +1,162 @@
+"""Chapter 06's exercises: reference answers pass (public, random and hidden cases), classic wrong
+answers fail with a message that names the mistake, and no message reveals the expected value."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lectorch.backprop import mlp_flops
+from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from grading import backprop as grading  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    reset_attempts()
+    yield
+    reset_attempts()
+
+
+def _passes_hidden(exercise_id, answer, seed=0):
+    ex = get_exercise(exercise_id)
+    for case in grading.hidden_cases(exercise_id, random.Random(seed)):
+        status, got = run_case(answer, case)
+        assert status == "returned", (exercise_id, case.description, got)
+        assert compare(ex, got, case.expected) is None, (exercise_id, case.description)
+
+
+# --- backprop-mlp-backward (the warm-up) -----------------------------------------------------------
+
+def backward_flops(batch, widths, input_requires_grad=False):
+    total = 0
+    for i, (d, k) in enumerate(zip(widths[:-1], widths[1:])):
+        total += 2 * batch * d * k * (2 if i > 0 or input_requires_grad else 1)
+    return total
+
+
+def test_mlp_backward_reference_passes():
+    assert check("backprop-mlp-backward", backward_flops).passed
+    _passes_hidden("backprop-mlp-backward", backward_flops)
+
+
+WRONG_BACKWARD = {
+    "the first layer's input gradient always": (
+        lambda b, w, input_requires_grad=False: mlp_flops(b, w, input_requires_grad=True).backward,
+        "nobody"),
+    "weight gradients only": (lambda b, w, input_requires_grad=False: mlp_flops(b, w).forward, "forward pass"),
+    "forward + backward": (
+        lambda b, w, input_requires_grad=False: mlp_flops(b, w, input_requires_grad=input_requires_grad).total,
+        "include the forward"),
+    "ignores input_requires_grad the other way": (
+        lambda b, w, input_requires_grad=False: mlp_flops(b, w).backward, "too small"),
+}
+
+
+@pytest.mark.parametrize("name", WRONG_BACKWARD)
+def test_mlp_backward_wrong_variants_fail(name):
+    answer, words = WRONG_BACKWARD[name]
+    result = check("backprop-mlp-backward", answer)
+    assert result.status == "failed" and words in result.message, result.message
+
+
+# --- backprop-time-ratio (prediction) ------------------------------------------------------------
+
+def test_time_ratio_judges_the_prediction_not_the_measurement():
+    assert grading.EXPECTED["backprop-time-ratio"] == 2.0
+    for good in (2.0, 1.75, 1.88, 2.2):
+        assert check("backprop-time-ratio", good, measured=5.0).passed, good
+    for bad, words in ((1.0, "more work"), (3.0, "forward pass too"), (6.0, "tolerance")):
+        result = check("backprop-time-ratio", bad, measured=2.0)
+        assert result.status == "failed" and words in result.message, result.message
+        assert "(measured on this machine: 2" in result.message
+
+
+# --- backprop-tied-flops (derive) ----------------------------------------------------------------
+
+def test_tied_flops_value_is_counted_by_flop_counter_mode():
+    b, d, h = grading.B, grading.D, grading.H
+    assert grading.EXPECTED["backprop-tied-flops"] == 10 * b * d * h    # 4BDH forward + 6BDH backward
+    assert check("backprop-tied-flops", 10 * b * d * h).passed
+
+
+@pytest.mark.parametrize("factor, words", [(6, "6 × tokens × parameters"), (12, "x is data"),
+                                           (4, "forward pass alone"), (8, "input h")])
+def test_tied_flops_slips_are_named(factor, words):
+    value = factor * grading.B * grading.D * grading.H
+    result = check("backprop-tied-flops", value)
+    assert result.status == "failed" and words in result.message, result.message
+    assert str(grading.EXPECTED["backprop-tied-flops"]) not in result.message
+
+
+# --- backprop-skip-grads (implement) -------------------------------------------------------------
+
+def skip_grads(x, w1, w2):
+    z = x @ w1
+    s = torch.relu(z) + x
+    ds = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype) @ w2.T
+    return x.T @ (ds * (z > 0)), s.T @ torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
+
+
+def test_skip_grads_reference_passes():
+    assert check("backprop-skip-grads", skip_grads).passed
+    _passes_hidden("backprop-skip-grads", skip_grads)
+
+
+def _no_skip_in_w2(x, w1, w2):
+    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
+    z = x @ w1
+    return x.T @ ((ones @ w2.T) * (z > 0)), torch.relu(z).T @ ones
+
+
+def _no_relu_mask(x, w1, w2):
+    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
+    return x.T @ (ones @ w2.T), (torch.relu(x @ w1) + x).T @ ones
+
+
+def _mask_at_zero_is_one(x, w1, w2):
+    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
+    z = x @ w1
+    return x.T @ ((ones @ w2.T) * (z >= 0)), (torch.relu(z) + x).T @ ones
+
+
+def _swapped(x, w1, w2):
+    return skip_grads(x, w1, w2)[::-1]
+
+
+def _skip_into_w1(x, w1, w2):
+    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
+    z = x @ w1
+    ds = ones @ w2.T
+    return x.T @ (ds * (z > 0) + ds), (torch.relu(z) + x).T @ ones
+
+
+@pytest.mark.parametrize("wrong", [_no_skip_in_w2, _no_relu_mask, _mask_at_zero_is_one, _swapped, _skip_into_w1])
+def test_skip_grads_wrong_variants_fail(wrong):
+    result = check("backprop-skip-grads", wrong)
+    assert result.status == "failed", (wrong.__name__, result.message)
+
+
+def test_stubs_are_not_implemented():
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    for exercise_id in ("backprop-mlp-backward", "backprop-skip-grads"):
+        assert check(exercise_id, stub).status == "not implemented"
+    for exercise_id in ("backprop-time-ratio", "backprop-tied-flops"):
+        assert check(exercise_id, ...).status == "not implemented"
+
+
+def test_feedback_is_graded():
+    first = check("backprop-skip-grads", _no_relu_mask)
+    second = check("backprop-skip-grads", _no_relu_mask)
+    third = check("backprop-skip-grads", _no_relu_mask)
+    ex = get_exercise("backprop-skip-grads")
+    assert "Hint" not in first.message
+    assert ex.hints[0] in second.message and ex.hints[1] in third.message

@@ -1,0 +1,173 @@
+"""Chapter 05's exercises: reference solutions pass, classic wrong answers are rejected with a
+message that teaches, the plain value agrees with its seal."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pathlib
+import random
+import statistics
+import sys
+import time
+
+import pytest
+
+import lectorch
+from lectorch.exercises import Sealed, get_exercise, reset_attempts, run_case
+from lectorch.exercises import flops as ex_flops
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _fresh_attempts():
+    reset_attempts()
+    yield
+    reset_attempts()
+
+
+def grading():
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module("grading.flops")
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def matmul_mfu(B, D, K, seconds, peak):
+    return 2 * B * D * K / seconds / peak
+
+
+def smallest_compute_bound_n(peak, bandwidth, bytes_per_element):
+    return math.ceil(1.5 * bytes_per_element * peak / bandwidth)
+
+
+def time_call(fn, sync, clock, warmup=3, trials=7):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(trials):
+        start = clock()
+        fn()
+        sync()
+        times.append(clock() - start)
+    return statistics.median(times)
+
+
+def time_call_stub(fn, sync, clock, trials=5):  # the notebook's stub: no warm-up, no sync, a mean
+    start = clock()
+    for _ in range(trials):
+        fn()
+    return (clock() - start) / trials
+
+
+def synced_mean(fn, sync, clock, warmup=3, trials=5):  # warm and synchronised, but a mean
+    for _ in range(warmup):
+        fn()
+    sync()
+    start = clock()
+    for _ in range(trials):
+        fn()
+    sync()
+    return (clock() - start) / trials
+
+
+def cold_median(fn, sync, clock, trials=5):  # synchronised median, but no warm-up
+    times = []
+    for _ in range(trials):
+        start = clock()
+        fn()
+        sync()
+        times.append(clock() - start)
+    return statistics.median(times)
+
+
+def test_reference_solutions_pass():
+    assert lectorch.check("flops-mfu-from-time", matmul_mfu).passed
+    assert lectorch.check("flops-compute-bound-n", smallest_compute_bound_n).passed
+    assert lectorch.check("flops-time-ratio", 8, measured=9.1).passed
+    assert lectorch.check("flops-time-ratio", 7).passed  # within ±25 %
+    assert lectorch.check("flops-honest-timer", time_call).passed
+
+
+def test_the_plain_value_agrees_with_the_seal():
+    g = grading()
+    assert g.EXPECTED == {"flops-time-ratio": 8.0}
+    ex = get_exercise("flops-time-ratio")
+    assert Sealed.of(ex.id, 8.0, rtol=ex.expected.rtol).token == ex.expected.token
+
+
+def test_hidden_cases_pass_the_reference():
+    g = grading()
+    for ex_id, good in [("flops-mfu-from-time", matmul_mfu),
+                        ("flops-compute-bound-n", smallest_compute_bound_n),
+                        ("flops-honest-timer", time_call)]:
+        ex = get_exercise(ex_id)
+        for case in g.hidden_cases(ex_id, random.Random(0)):
+            kind, got = run_case(good, case)
+            assert kind == "returned", case.description
+            problem = ex.compare(got, case.expected) if ex.compare else (
+                None if math.isclose(got, case.expected, rel_tol=ex.rtol) else "differs")
+            assert problem is None, (case.description, problem)
+
+
+@pytest.mark.parametrize(
+    "exercise, answer, message",
+    [
+        ("flops-mfu-from-time", lambda B, D, K, s, p: B * D * K / s / p, "2 FLOPs"),
+        ("flops-mfu-from-time", lambda B, D, K, s, p: 2 * B * D * K / s / p * 1e-12, "TFLOP"),
+        ("flops-mfu-from-time", lambda B, D, K, s, p: 2 * B * D * K / s, "too large"),
+        ("flops-compute-bound-n", lambda p, bw, b: 1.5 * b * p / bw, "int"),
+        ("flops-compute-bound-n", lambda p, bw, b: math.floor(1.5 * b * p / bw), "too small"),
+        ("flops-compute-bound-n", lambda p, bw, b: math.ceil(3 * b * p / bw), "too large"),
+        ("flops-time-ratio", 4, "bytes moved"),
+        ("flops-time-ratio", 1 / 8, "upside down"),
+        ("flops-time-ratio", 2, "not within the tolerance"),
+        ("flops-honest-timer", time_call_stub, "clock stopped before"),
+        ("flops-honest-timer", synced_mean, "one-off slow call"),
+        ("flops-honest-timer", cold_median, "cold calls"),
+    ],
+)
+def test_wrong_answers_fail_with_a_useful_message(exercise, answer, message):
+    result = lectorch.check(exercise, answer, measured=9.0 if exercise == "flops-time-ratio" else None)
+    assert result.status == "failed", result
+    assert message in result.message
+
+
+def test_the_prediction_feedback_states_the_measurement():
+    result = lectorch.check("flops-time-ratio", 4, measured=9.0)
+    assert "(measured on this machine: 9" in result.message
+
+
+def test_the_simulated_device_is_asynchronous():
+    dev = ex_flops.SimulatedDevice(0.01, cold=1, hiccup=3)
+    start = dev.clock()
+    dev.run()
+    assert dev.clock() - start < 1e-4 and dev.pending == dev.slow_s
+    dev.sync()
+    assert dev.pending == 0 and dev.clock() - start >= dev.slow_s
+
+
+def test_a_timer_on_the_real_clock_is_caught():
+    def real_clock(fn, sync, clock, warmup=3, trials=7):
+        return time_call(fn, sync, time.perf_counter, warmup, trials)
+
+    assert "clock you were given" in lectorch.check("flops-honest-timer", real_clock).message
+
+
+def test_many_trials_dilute_the_hiccup_and_a_huge_mean_still_fails():
+    def long_mean(fn, sync, clock):
+        return synced_mean(fn, sync, clock, trials=20)
+
+    assert lectorch.check("flops-honest-timer", long_mean).status == "failed"
+
+
+def test_stubs_are_not_implemented():
+    def stub(*args):
+        raise NotImplementedError
+
+    for ex_id in ("flops-mfu-from-time", "flops-compute-bound-n", "flops-honest-timer"):
+        assert lectorch.check(ex_id, stub).status == "not implemented"
+    assert lectorch.check("flops-time-ratio", ...).status == "not implemented"

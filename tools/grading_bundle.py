@@ -1,0 +1,67 @@
+"""Build the instructor's grading bundle: hidden inputs with their expected results, expected values.
+
+    GRADING_SEED=1234 python tools/grading_bundle.py [OUTPUT]    # default: grading-bundle/bundle.pt
+
+The seed makes the hidden cases reproducible; keep it secret (anyone with the seed and the grading
+modules can rebuild the hidden inputs). Without GRADING_SEED (or ``--seed``) a random seed is drawn;
+either way it is recorded in the bundle. Keep the bundle out of the student edition and away from
+students: ``tools/grade.py --bundle OUTPUT`` reads it, and no sandboxed notebook can see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import grading  # noqa: E402
+
+DEFAULT_OUTPUT = ROOT / "grading-bundle" / "bundle.pt"
+
+
+def seed_from(text: str | None) -> int:
+    """The seed given (decimal or 0x-hex), else a random 63-bit one."""
+    if text is None or not text.strip():
+        return secrets.randbits(63)
+    try:
+        return int(text.strip(), 0)
+    except ValueError:
+        raise ValueError(f"GRADING_SEED={text!r} is not an integer; give e.g. GRADING_SEED=20261201") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", type=Path, nargs="?", default=DEFAULT_OUTPUT)
+    parser.add_argument("--seed", help="secret seed (default: $GRADING_SEED, else random)")
+    parser.add_argument("--grading-dir", type=Path, default=grading.GRADING_DIR, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    output = args.output.resolve()
+    student = (ROOT / "student").resolve()
+    if output.is_relative_to(student) or output.is_relative_to((ROOT / "chapters").resolve()):
+        parser.error(f"{args.output} is inside the student edition or the chapters: write the bundle elsewhere")
+    try:
+        seed = seed_from(args.seed if args.seed is not None else os.environ.get("GRADING_SEED"))
+        bundle = grading.build_bundle(seed, directory=args.grading_dir)
+    except ValueError as err:
+        parser.error(str(err))
+    grading.write_bundle(bundle, output)
+    kinds: dict[str, int] = {}
+    cases = 0
+    for entry in bundle["exercises"].values():
+        kinds[entry["kind"]] = kinds.get(entry["kind"], 0) + 1
+        cases += len(entry.get("cases", []))
+    sealed = sum(e.get("sealed_only", False) for e in bundle["exercises"].values())
+    print(f"wrote {output}: {len(bundle['exercises'])} exercises "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}), {cases} function cases, "
+          f"{sealed} graded against the package's seal only; fingerprint {grading.fingerprint(output)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

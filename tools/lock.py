@@ -1,0 +1,217 @@
+"""Resolve requirements.in into one lock per accelerator, and fetch the wheels a GPU box needs.
+
+    python tools/lock.py cpu cuda          # write requirements.txt and requirements-cuda.txt
+    python tools/lock.py gpu-wheels DIR    # cp312 manylinux wheels for `make gpu-check` (no torch)
+
+The resolver is uv (`uv pip compile`, installed from PyPI into a scratch venv by `make lock`), which
+resolves for a platform other than this one: both locks are made for CPython 3.11 on
+manylinux_2_28 x86-64, whatever machine runs this. The old lock is passed as a constraint, so pins
+that still fit are kept. The CPU build of torch (``torch==X+cpu``) is not on PyPI: it comes from
+the wheel folders pip is configured to look in (``pip config``/``PIP_FIND_LINKS``) or else from
+PyTorch's CPU index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+INPUT = ROOT / "requirements.in"
+LOCKS = {"cpu": ROOT / "requirements.txt", "cuda": ROOT / "requirements-cuda.txt"}
+PYTHON = "3.11.7"  # a patch release: some pins need Python >= 3.11.5
+PLATFORM = "x86_64-manylinux_2_28"
+PYPI = "https://pypi.org/simple"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: Packages the GPU box brings with its own torch build; never carried, never pinned there.
+TORCH_STACK = re.compile(r"^(torch|triton|nvidia-[\w-]+|cuda-[\w-]+)==", re.I)
+#: What `make gpu-check` needs on top of the GPU box's torch: lectorch, its tests and nbval.
+GPU_CHECK_PACKAGES = ["numpy", "einops", "jaxtyping", "matplotlib", "ipywidgets", "tqdm", "ipykernel", "nbclient",
+                      "nbformat", "nbval", "pytest", "pytest-timeout", "hypothesis", "pyyaml"]
+#: Dependencies of those that nothing the check runs imports, left out to keep the folder small (the
+#: working tree sent to the GPU box is at most 64 MiB); the check installs with --no-deps.
+#: debugpy: ipykernel's debugger (optional there); jedi: IPython's tab completion (optional);
+#: widgetsnbextension: the classic-notebook extension of ipywidgets; fonttools: matplotlib's PDF/PS
+#: font subsetting (the chapters draw PNGs).
+GPU_CHECK_OMIT = {"debugpy", "jedi", "widgetsnbextension", "fonttools"}
+GPU_WHEELS_MAX_MIB = 50
+GPU_WHEELS_PYTHON = "3.12"
+
+HEADER = """\
+# {title}
+# Made by `make lock` (tools/lock.py): uv {uv} `pip compile` of requirements.in for CPython
+# {python} on {platform}, with the previous lock as a constraint (pins that still fit are kept).
+# {torch_note}
+# Install: `make install ACCEL={accel}` (checks afterwards that torch is this build). Do not edit by hand.
+"""
+TORCH_NOTES = {
+    "cpu": "torch is the CPU build (+cpu, from PyTorch's CPU index: pip install --extra-index-url\n"
+           f"# {TORCH_CPU_INDEX} -r requirements.txt where pip has no local copy); no nvidia-* packages.",
+    "cuda": "torch is PyPI's CUDA build; its whole CUDA runtime stack (nvidia-*, cuda-*, triton) is pinned here.",
+}
+
+
+def _uv() -> str:
+    uv = shutil.which("uv") or str(pathlib.Path(sys.executable).with_name("uv"))
+    if not pathlib.Path(uv).exists() and not shutil.which(uv):
+        sys.exit("tools/lock.py needs uv: `make lock` installs it into a scratch venv (or: pip install uv)")
+    return uv
+
+
+def _find_links() -> list[str]:
+    """The wheel folders pip is configured to look in (where a local torch+cpu may lie)."""
+    links = os.environ.get("PIP_FIND_LINKS", "").split()
+    try:
+        out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                             check=False).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        if line.split("=", 1)[0].endswith(".find-links"):
+            links += line.split("=", 1)[1].strip("'\"").split()
+    return [link for link in dict.fromkeys(links) if link]
+
+
+def _torch_version() -> str:
+    for line in INPUT.read_text().splitlines():
+        m = re.match(r"\s*torch==([\w.]+)", line)
+        if m:
+            return m.group(1)
+    sys.exit("requirements.in must pin torch (torch==X.Y.Z): an unpinned torch would pull a multi-GB build")
+
+
+def _body(lock: pathlib.Path) -> list[str]:
+    return [line for line in lock.read_text().splitlines() if line and not line.startswith("#")] if lock.exists() else []
+
+
+def compile_lock(accel: str) -> pathlib.Path:
+    uv = _uv()
+    version = _torch_version()
+    torch_pin = f"torch=={version}+cpu" if accel == "cpu" else f"torch=={version}"
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        (tmp / "in.txt").write_text(re.sub(r"(?m)^\s*torch==\S+", torch_pin, INPUT.read_text()))
+        # keep the previous pins; the CUDA lock also agrees with the CPU lock on every other package
+        previous = _body(LOCKS[accel]) + ([] if accel == "cpu" else _body(LOCKS["cpu"]))
+        old = list(dict.fromkeys(line for line in previous if not TORCH_STACK.match(line)))
+        (tmp / "old.txt").write_text("\n".join(old) + "\n")
+        cmd = [uv, "pip", "compile", str(tmp / "in.txt"), "-c", str(tmp / "old.txt"), "--python-version", PYTHON,
+               "--python-platform", PLATFORM, "--no-header", "--no-annotate", "--index-url", PYPI,
+               "-o", str(tmp / "out.txt"), "--quiet"]
+        if accel == "cpu":
+            links = _find_links()
+            cmd += [a for link in links for a in ("--find-links", link)] if links else ["--extra-index-url", TORCH_CPU_INDEX]
+            cmd += ["--index-strategy", "unsafe-best-match"]
+        env = dict(os.environ, UV_NO_CONFIG="1")
+        subprocess.run(cmd, check=True, env=env)
+        body = [line for line in (tmp / "out.txt").read_text().splitlines()
+                if line and not line.startswith(("#", "--", "-f ", "-i "))]
+    uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout.split()[1]
+    title = {"cpu": "The CPU lock: the exact environment on a machine without a CUDA GPU.",
+             "cuda": "The CUDA lock: the exact environment on a Linux x86-64 machine with an NVIDIA GPU."}[accel]
+    header = HEADER.format(title=title, uv=uv_version, python=PYTHON, platform=PLATFORM,
+                           torch_note=TORCH_NOTES[accel], accel=accel)
+    check(accel, body)
+    LOCKS[accel].write_text(header + "\n".join(body) + "\n")
+    print(f"wrote {LOCKS[accel].name}: {len(body)} pins")
+    return LOCKS[accel]
+
+
+def check(accel: str, body: list[str]) -> None:
+    """A lock is only a lock if torch is pinned to the build it claims and, for CUDA, its stack too."""
+    torch_lines = [line for line in body if line.lower().startswith("torch==")]
+    if len(torch_lines) != 1:
+        raise SystemExit(f"{accel} lock: expected one torch pin, got {torch_lines}")
+    is_cpu = torch_lines[0].endswith("+cpu")
+    stack = [line for line in body if TORCH_STACK.match(line) and not line.lower().startswith("torch==")]
+    if accel == "cpu" and (not is_cpu or stack):
+        raise SystemExit(f"cpu lock: torch must be +cpu with no CUDA packages, got {torch_lines[0]} and {stack[:3]}")
+    if accel == "cuda" and (is_cpu or not any(s.lower().startswith("triton==") for s in stack)):
+        raise SystemExit(f"cuda lock: torch must be the CUDA build with triton pinned, got {torch_lines[0]}")
+    unpinned = [line for line in body if "==" not in line]
+    if unpinned:
+        raise SystemExit(f"{accel} lock has unpinned lines: {unpinned}")
+
+
+def gpu_wheels(folder: pathlib.Path) -> None:
+    """Download cp312 manylinux x86-64 wheels of what `make gpu-check` needs, pinned like the CUDA lock."""
+    uv = _uv()
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.whl"):  # a fresh set: nothing left over from another lock
+        old.unlink()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        constraints = [line for line in _body(LOCKS["cuda"]) if not TORCH_STACK.match(line)]
+        (tmp / "c.txt").write_text("\n".join(constraints) + "\n")
+        (tmp / "in.txt").write_text("\n".join(GPU_CHECK_PACKAGES) + "\n")
+        subprocess.run([uv, "pip", "compile", str(tmp / "in.txt"), "-c", str(tmp / "c.txt"), "--python-version",
+                        "3.12.3", "--python-platform", PLATFORM, "--no-header", "--no-annotate", "--index-url", PYPI,
+                        "-o", str(tmp / "pins.txt"), "--quiet"], check=True, env=dict(os.environ, UV_NO_CONFIG="1"))
+        pins = [line for line in (tmp / "pins.txt").read_text().splitlines()
+                if line and not line.startswith("#") and not TORCH_STACK.match(line)
+                and line.split("==")[0].lower() not in GPU_CHECK_OMIT]
+        (folder / "requirements.txt").write_text(
+            "# What `make gpu-check` installs on the GPU box (its own torch stays); made by `make gpu-wheels`.\n"
+            + "\n".join(pins) + "\n")
+        platforms = [f"manylinux_2_{v}_x86_64" for v in range(28, 4, -1)] + ["manylinux2014_x86_64", "manylinux1_x86_64"]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
+               GPU_WHEELS_PYTHON, "--implementation", "cp", "-d", str(folder), "-r", str(folder / "requirements.txt"),
+               "--quiet", "--index-url", PYPI]
+        for p in platforms:
+            cmd += ["--platform", p]
+        subprocess.run(cmd, check=True, env=dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
+    wheels = sorted(folder.glob("*.whl"))
+    size = sum(w.stat().st_size for w in wheels)
+    print(f"{folder}: {len(wheels)} wheels, {size / 2**20:.1f} MiB")
+    if size > GPU_WHEELS_MAX_MIB * 2**20:
+        raise SystemExit(f"the GPU wheels take {size / 2**20:.1f} MiB, over the {GPU_WHEELS_MAX_MIB} MiB budget")
+
+
+def check_install(accel: str, *, system_torch: bool = False) -> str:
+    """After `make install`: is the torch this Python imports the build the lock promised?"""
+    import torch
+
+    cuda = torch.version.cuda
+    if system_torch:
+        if accel == "cuda" and cuda is None:
+            raise SystemExit(f"SYSTEM_TORCH=1 ACCEL=cuda, but the machine's torch {torch.__version__} is a CPU build")
+        return f"torch {torch.__version__} (the machine's own, CUDA {cuda})"
+    pins = [line for line in _body(LOCKS[accel]) if line.lower().startswith("torch==")]
+    want = pins[0].split("==", 1)[1] if pins else "?"
+    if torch.__version__ != want:
+        raise SystemExit(f"{LOCKS[accel].name} pins torch {want}, but this venv has torch {torch.__version__}: "
+                         f"remove the venv and run make install ACCEL={accel} again")
+    if (accel == "cpu") != (cuda is None):
+        raise SystemExit(f"ACCEL={accel} but torch {torch.__version__} is a {'CUDA' if cuda else 'CPU'} build")
+    return f"torch {torch.__version__} ({'CPU build' if cuda is None else f'CUDA {cuda}'}), as {LOCKS[accel].name} pins"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", nargs="+", help="cpu, cuda; gpu-wheels DIR; check-install cpu|cuda [--system-torch]")
+    args = parser.parse_args(argv)
+    what = [w for w in args.what if w != "--system-torch"]
+    if what[0] == "check-install":
+        if len(what) != 2 or what[1] not in LOCKS:
+            parser.error("usage: tools/lock.py check-install cpu|cuda [--system-torch]")
+        print(check_install(what[1], system_torch="--system-torch" in args.what))
+        return
+    if what[0] == "gpu-wheels":
+        if len(what) != 2:
+            parser.error("usage: tools/lock.py gpu-wheels DIR")
+        gpu_wheels(pathlib.Path(what[1]))
+        return
+    for accel in what:
+        if accel not in LOCKS:
+            parser.error(f"unknown lock {accel!r}: use cpu or cuda")
+        compile_lock(accel)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The book's two languages: what gets translated, the language switch, and CJK text.
+
+The Chinese edition is built from the same notebooks with Sphinx's gettext catalogs
+(``locales/zh_CN/LC_MESSAGES``), so code, outputs, figures, widgets and asserts are shared and only
+prose is translated. This extension:
+
+1. keeps out of the catalogs what must not be translated: the API reference's docstrings (they
+   document code and change with it), the outputs of code cells (shared like the code), display
+   math (``$$…$$`` is the same in every language) and the glossary's term lines (already
+   bilingual, and the targets of every ``{term}`` link);
+2. puts a language switch on every page that leads to the same page in the other language
+   (English at ``html/``, Chinese at ``html/zh/``), with ``hreflang`` alternates;
+3. lets ``{glue:text}`` roles in translated messages read the notebook's glued values;
+4. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
+   the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
+   translation uses (``vendor/fonts/``, made by ``tools/i18n.py font``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from pathlib import Path
+
+from docutils import nodes
+from docutils.transforms import Transform
+from sphinx import addnodes
+
+HERE = Path(__file__).resolve().parent
+#: The other edition lives in this sub-folder of the English HTML output.
+ZH_FOLDER = "zh"
+SWITCH_CLASS = "lectorch-lang-switch"
+
+
+class KeepUntranslatable(Transform):
+    """Mark API docstrings, display math and glossary terms as not translatable.
+
+    Runs before Sphinx's Locale transform (priority 20), so the mark holds both when the gettext
+    builder extracts messages and when a translated build applies them.
+    """
+
+    default_priority = 10
+
+    def apply(self, **kwargs) -> None:
+        for node in self.document.findall(nodes.TextElement):
+            # autodoc output: module docstrings carry their origin in `source`, members sit in `desc`
+            if ":docstring of " in (node.source or ""):
+                node["translatable"] = False
+        for desc in self.document.findall(addnodes.desc):
+            for node in desc.findall(nodes.TextElement):
+                node["translatable"] = False
+        # what a code cell printed or displayed (e.g. a table rendered from lectorch's data) is
+        # output, shared by both editions like the code itself
+        for output in self.document.findall(nodes.container):
+            if "cell_output" in output.get("classes", []):
+                for node in output.findall(nodes.TextElement):
+                    node["translatable"] = False
+        for node in self.document.findall(nodes.math_block):
+            node["translatable"] = False
+        for node in self.document.findall(nodes.term):
+            node["translatable"] = False
+
+
+_RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
+_LAST_RENDERER: list = [None]
+
+
+def _let_translations_read_glue() -> None:
+    """Let ``{glue:text}`` roles inside translated messages find the notebook's glued values.
+
+    Sphinx's Locale transform parses each translated message as a small document of its own, after
+    the page was parsed; myst-nb's glue role looks its key up in the notebook renderer that myst-nb
+    keeps on the page's document only *while* parsing ("No key … found in glue data"). So the
+    renderer myst-nb makes for a notebook is remembered, and while the Locale transform runs on
+    that notebook's document it is lent to the documents it parses. Without a catalog (English)
+    nothing is parsed and nothing changes.
+    """
+    import myst_nb.sphinx_ as myst_nb_sphinx
+    from myst_nb.ext.glue import directives, roles, utils
+    from sphinx.transforms import i18n as sphinx_i18n
+
+    if getattr(sphinx_i18n.Locale.apply, "lectorch_patched", False):
+        return
+    original_apply, original_retrieve = sphinx_i18n.Locale.apply, utils.retrieve_glue_data
+    original_load = myst_nb_sphinx.load_renderer
+
+    def load_renderer(name):
+        cls = original_load(name)
+
+        def make(*args, **kwargs):
+            _LAST_RENDERER[0] = cls(*args, **kwargs)
+            return _LAST_RENDERER[0]
+
+        return make
+
+    def apply(self, **kwargs):
+        renderer = _LAST_RENDERER[0]
+        mine = renderer is not None and getattr(renderer.renderer, "document", None) is self.document
+        token = _RENDERER.set(renderer if mine else None)
+        try:
+            return original_apply(self, **kwargs)
+        finally:
+            _RENDERER.reset(token)
+
+    def retrieve_glue_data(document, key):
+        if "nb_renderer" in document or _RENDERER.get() is None:
+            return original_retrieve(document, key)
+        # lend the renderer for this lookup only: the message's nodes end up in the page's
+        # doctree, which is pickled, and a renderer does not pickle
+        document["nb_renderer"] = _RENDERER.get()
+        try:
+            return original_retrieve(document, key)
+        finally:
+            del document["nb_renderer"]
+
+    apply.lectorch_patched = True
+    myst_nb_sphinx.load_renderer = load_renderer
+    sphinx_i18n.Locale.apply = apply
+    for module in (roles, directives):
+        if hasattr(module, "retrieve_glue_data"):
+            module.retrieve_glue_data = retrieve_glue_data
+
+
+def is_chinese(language: str | None) -> bool:
+    return bool(language) and language.lower().startswith("zh")
+
+
+def other_language_href(pagename: str, language: str | None) -> str:
+    """The relative link from ``pagename`` to the same page in the other edition.
+
+    >>> other_language_href("chapters/01_precision", "en")
+    '../zh/chapters/01_precision.html'
+    >>> other_language_href("chapters/01_precision", "zh_CN")
+    '../../chapters/01_precision.html'
+    >>> other_language_href("index", "en")
+    'zh/index.html'
+    """
+    up = "../" * pagename.count("/")
+    if is_chinese(language):
+        return f"{up}../{pagename}.html"
+    return f"{up}{ZH_FOLDER}/{pagename}.html"
+
+
+def _language_switch(app, pagename, templatename, context, doctree) -> None:
+    if "body" not in context or doctree is None:
+        return
+    language = app.config.language
+    href = other_language_href(pagename, language)
+    if is_chinese(language):
+        label, lang, title = "English", "en", "Read this page in English"
+    else:
+        label, lang, title = "中文", "zh-CN", "阅读本页的中文版"
+    switch = (f'<p class="{SWITCH_CLASS}"><a href="{href}" hreflang="{lang}" lang="{lang}" '
+              f'title="{title}">{label}</a></p>\n')
+    context["body"] = switch + context["body"]
+    context["metatags"] = context.get("metatags", "") + f'\n<link rel="alternate" hreflang="{lang}" href="{href}">'
+
+
+def _add_static(app) -> None:
+    static = str(HERE / "i18n_static")
+    if static not in app.config.html_static_path:
+        app.config.html_static_path.append(static)
+
+
+def setup(app):
+    _let_translations_read_glue()
+    app.add_transform(KeepUntranslatable)
+    app.connect("builder-inited", _add_static)
+    app.add_css_file("lectorch-i18n.css")
+    app.connect("html-page-context", _language_switch)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
