@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -25,8 +26,15 @@ def built_book(tmp_path_factory) -> Path:
     import build_book
     import i18n
 
+    from concurrent.futures import ThreadPoolExecutor
+
     out = tmp_path_factory.mktemp("book")
-    _assert_clean(build_book.build(out), "English")
     html = out / "_build" / "html"
-    _assert_clean(i18n.build(html / "zh"), "Chinese")
+    zh = tmp_path_factory.mktemp("book-zh") / "zh"
+    # the two editions read the same stored outputs and build independently: one per core
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        english, chinese = pool.submit(build_book.build, out), pool.submit(i18n.build, zh)
+        _assert_clean(english.result(), "English")
+        _assert_clean(chinese.result(), "Chinese")
+    shutil.copytree(zh, html / "zh")
     return html
