@@ -38,3 +38,13 @@ def built_book(tmp_path_factory) -> Path:
         _assert_clean(chinese.result(), "Chinese")
     shutil.copytree(zh, html / "zh")
     return html
+
+
+@pytest.fixture(autouse=True)
+def _fresh_exercise_attempts():
+    """Every test starts with no earlier failures on record, so graded hints start from the first."""
+    from lectorch.exercises import reset_attempts
+
+    reset_attempts()
+    yield
+    reset_attempts()

@@ -11,17 +11,12 @@ import pytest
 import torch
 
 from lectorch.backprop import mlp_flops
-from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+from lectorch.exercises import check, compare, get_exercise, run_case
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import backprop as grading  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def _passes_hidden(exercise_id, answer, seed=0):

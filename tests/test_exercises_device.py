@@ -19,11 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import device as grading  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def _rejected(exercise_id, answer):

@@ -13,17 +13,12 @@ import pytest
 from einops import einsum, rearrange, reduce
 
 import lectorch
-from lectorch.exercises import Sealed, get_exercise, reset_attempts, run_case
+from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import einsum as ex_einsum
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _fresh_attempts():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def grading():

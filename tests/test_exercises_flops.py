@@ -14,17 +14,12 @@ import time
 import pytest
 
 import lectorch
-from lectorch.exercises import Sealed, get_exercise, reset_attempts, run_case
+from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import flops as ex_flops
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _fresh_attempts():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def grading():

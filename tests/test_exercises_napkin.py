@@ -10,17 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+from lectorch.exercises import check, compare, get_exercise, run_case
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import napkin as grading  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def test_values_pass_and_slips_are_named():

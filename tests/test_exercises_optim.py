@@ -11,18 +11,13 @@ import pytest
 import torch
 
 from lectorch import optim, step_memory
-from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises.optim import optimizer_trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import optim as grading  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def _passes_hidden(exercise_id, answer, seed=0):

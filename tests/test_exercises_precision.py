@@ -17,11 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import precision as grading  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def _hidden(exercise_id):

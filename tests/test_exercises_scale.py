@@ -10,16 +10,11 @@ import torch
 
 import grading.scale as grading
 from lectorch import hardware
-from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises import scale as ex
 from lectorch.train import measure_step, predicted_saved_bytes
 
 
-@pytest.fixture(autouse=True)
-def _fresh_attempts():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 @pytest.fixture(autouse=True, scope="module")

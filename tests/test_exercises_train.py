@@ -13,16 +13,11 @@ import torch
 import torch.nn.functional as F
 
 import grading.train as grading
-from lectorch.exercises import check, get_exercise, reset_attempts
+from lectorch.exercises import check, get_exercise
 from lectorch.exercises import train as ex
 from lectorch.models import TinyLM
 
 
-@pytest.fixture(autouse=True)
-def _fresh_attempts():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 @pytest.fixture(autouse=True, scope="module")

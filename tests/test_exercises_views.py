@@ -13,18 +13,13 @@ import pytest
 import torch
 
 import lectorch
-from lectorch.exercises import Sealed, get_exercise, reset_attempts, run_case
+from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import views as ex_views
 from lectorch.views import contiguous_strides
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _fresh_attempts():
-    reset_attempts()
-    yield
-    reset_attempts()
 
 
 def grading():
