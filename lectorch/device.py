@@ -101,7 +101,11 @@ def assert_on_device(tensor: torch.Tensor, device: str | torch.device) -> None:
     """
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
-    want = torch.device(device) if isinstance(device, str) else device
+    try:
+        want = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"device must name a torch device such as 'cpu', 'cuda' or 'cuda:0', "
+                         f"got {device!r} ({err})") from None
     got = tensor.device
     same = got.type == want.type and (want.index is None or got.index == want.index)
     if not same:

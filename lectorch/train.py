@@ -69,6 +69,13 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     if logits.shape[:-1] != targets.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} do not match: "
                          "expected (B, T, V) and (B, T)")
+    if targets.dtype.is_floating_point or targets.dtype == torch.bool:
+        raise TypeError(f"targets must be integer token ids (int64), got {targets.dtype}: "
+                        "use targets.long() if they hold whole numbers")
+    # checked on the CPU only: on a GPU the check would synchronise every step
+    if targets.device.type == "cpu" and targets.numel() and not 0 <= int(targets.min()) <= int(targets.max()) < logits.shape[-1]:
+        raise ValueError(f"targets must be token ids in [0, {logits.shape[-1]}) (the logits' last dimension, "
+                         f"the vocabulary), got ids from {int(targets.min())} to {int(targets.max())}")
     return F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten())
 
 
