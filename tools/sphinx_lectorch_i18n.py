@@ -10,7 +10,8 @@ prose is translated. This extension:
    bilingual, and the targets of every ``{term}`` link);
 2. puts a language switch on every page that leads to the same page in the other language
    (English at ``html/``, Chinese at ``html/zh/``), with ``hreflang`` alternates;
-3. lets ``{glue:text}`` roles in translated messages read the notebook's glued values;
+3. lets ``{glue:text}`` roles in translated messages read the notebook's glued values, and
+   translates the table of contents' part captions;
 4. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
    the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
    translation uses (``vendor/fonts/``, made by ``tools/i18n.py font``).
@@ -120,6 +121,24 @@ def _let_translations_read_glue() -> None:
             module.retrieve_glue_data = retrieve_glue_data
 
 
+def _translate_toc_captions(app, doctree) -> None:
+    """Translate the part captions of the table of contents (jupyter-book's external toc inserts
+    its toctrees after Sphinx's Locale transform, so their captions would stay English)."""
+    from sphinx import addnodes as sphinx_nodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    if not is_chinese(app.config.language):
+        return
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    dirs = [str(Path(app.srcdir, d)) for d in app.config.locale_dirs]
+    catalog, found = init_locale(dirs, app.config.language, domain)
+    if found:
+        for toctree in doctree.findall(sphinx_nodes.toctree):
+            if toctree.get("caption"):
+                toctree["caption"] = catalog.gettext(toctree["caption"])
+
+
 def is_chinese(language: str | None) -> bool:
     return bool(language) and language.lower().startswith("zh")
 
@@ -167,4 +186,5 @@ def setup(app):
     app.connect("builder-inited", _add_static)
     app.add_css_file("lectorch-i18n.css")
     app.connect("html-page-context", _language_switch)
+    app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toc collector
     return {"parallel_read_safe": True, "parallel_write_safe": True}
