@@ -162,6 +162,9 @@ def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: li
             cmd += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
+    # the private /tmp first: the Python roots may live under /tmp (a checkout there), and a later
+    # tmpfs would hide them
+    cmd += ["--perms", "1777", "--size", str(memory_bytes), "--tmpfs", "/tmp"]
     made: set[Path] = set()
     for root in _python_roots():
         for parent in reversed(root.parents[:-1]):  # traversable by the sandbox's user (/root is 0700)
@@ -172,7 +175,7 @@ def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: li
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     for dev in sorted(Path("/dev").glob("nvidia*")):  # a GPU box: the kernel may use the GPU
         cmd += ["--dev-bind", str(dev), str(dev)]
-    cmd += ["--perms", "1777", "--size", str(memory_bytes), "--tmpfs", "/tmp", "--perms", "0755", "--dir", "/grade",
+    cmd += ["--perms", "0755", "--dir", "/grade",
             "--ro-bind", str(box / "in"), "/grade/in", "--bind", str(box / "out"), "/grade/out",
             "--ro-bind", str(HARNESS), "/grade/harness.py", "--chdir", "/tmp",
             *(["--perms", "0755", "--dir", "/grade/public"] if public else []),
