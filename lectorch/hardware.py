@@ -162,10 +162,14 @@ GPUS: dict[str, GPUSpec] = {
         ),
         GPUSpec(
             name="B200", architecture="Blackwell", memory_bytes=180e9, memory_type="HBM3e",
-            bandwidth_bytes_per_s=8e12,
+            bandwidth_bytes_per_s=7.7e12,
             dense={"fp64": 37 * T, "fp32": 75 * T, "tf32": 1125 * T, "bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T, "int8": 4500 * T},
-            source="NVIDIA HGX B200 specifications (nvidia.com/en-us/data-center/hgx), 8-GPU figures divided by 8",
-            notes="Per GPU of an HGX B200 board; fp4 (not listed) doubles fp8 again.",
+            source="NVIDIA HGX platform page (nvidia.com/en-us/data-center/hgx), HGX B200 column: the 8-GPU "
+                   "compute figures divided by 8 (e.g. TF32 18 PFLOP/s 2:4-sparse → 2.25 per GPU, 1.125 dense); "
+                   "memory: HGX B200's per-GPU 180 GB and 7.7 TB/s",
+            notes="Per GPU of an HGX B200 board; fp4 (not listed) doubles fp8 again. The 8 TB/s often quoted is "
+                  "DGX B200's 64 TB/s for 8 GPUs divided by 8 (nvidia.com/en-us/data-center/dgx-b200); "
+                  "the driver's 7680-bit bus at 3996 MHz gives 7.67 TB/s (github.com/pytorch/ao/pull/4002).",
             nvlink_bytes_per_s=1.8e12,
             nvlink_source="NVIDIA HGX B200 specifications: fifth-generation NVLink, 1.8 TB/s per GPU "
                           "(14.4 TB/s for the 8 GPUs)",
@@ -249,7 +253,9 @@ VARIANTS: dict[str, GPUSpec] = {
         GPUSpec(
             name="RTX 4090 D", architecture="Ada Lovelace", memory_bytes=24e9, memory_type="GDDR6X",
             bandwidth_bytes_per_s=1008e9,
-            dense={"fp32": 73.5 * T, "tf32": 73.5 * T, "bf16": 147.1 * T, "fp16": 147.1 * T, "fp8": 294.1 * T, "int8": 588.2 * T},
+            # fp32: 14,592 cores × 2 FLOPs × 2.52 GHz; tensor peaks: the RTX 4090's scaled by 114/128 SMs
+            dense={"fp32": 73.5 * T, "tf32": 73.5 * T,
+                   **{k: round(GPUS["RTX 4090"].dense[k] / T * 114 / 128, 1) * T for k in ("bf16", "fp16", "fp8", "int8")}},
             source="NVIDIA GeForce RTX 4090 D specifications (nvidia.cn: 14,592 CUDA cores, 2.52 GHz boost, "
                    "1177 AI TOPS); tensor peaks are the RTX 4090's at 114 of its 128 SMs",
             notes="The China-market 4090: 114 SMs instead of 128, same memory. bf16/fp16 with fp32 accumulation.",

@@ -174,7 +174,9 @@ def tf32_enabled() -> bool:
     """Whether float32 matmuls on CUDA may run on TF32 tensor cores now (read without raising).
 
     Uses ``torch.backends.cuda.matmul.fp32_precision`` where torch has it; reading the legacy
-    ``allow_tf32`` flag raises once anyone has used the new API, so it is read only on old torch.
+    ``allow_tf32`` flag (or ``torch.get_float32_matmul_precision()``) raises while the two APIs
+    disagree, e.g. after ``fp32_precision = "tf32"`` (not after ``"ieee"`` or ``"none"``), so the
+    legacy flag is read only on old torch.
     (``fp32_precision == "none"`` inherits the global ``torch.backends.fp32_precision``.)
 
     >>> with tf32_matmuls(True):

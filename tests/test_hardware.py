@@ -1,5 +1,7 @@
 """The GPU spec table: datasheet facts the course relies on, internal consistency, lookups."""
 
+import math
+
 import pytest
 import torch
 
@@ -86,6 +88,15 @@ def test_variant_figures_differ_where_the_datasheets_do():
     assert hardware.get_gpu("RTX 4090 D").peak_flops("bf16") < hardware.get_gpu("RTX 4090").peak_flops("bf16")
     assert sxm.peak_flops(sxm.dense and "bf16") == 989.5e12
     assert hardware.get_gpu("B200").peak_flops("tf32") == 1125e12
+    # HGX B200's per-GPU memory bandwidth, not DGX B200's 64 TB/s ÷ 8
+    assert hardware.get_gpu("B200").bandwidth_bytes_per_s == 7.7e12
+    # RTX 4090 D: fp32 from 14,592 cores × 2 FLOPs × 2.52 GHz; tensor peaks the 4090's × 114/128 SMs
+    d, full = hardware.get_gpu("RTX 4090 D"), hardware.get_gpu("RTX 4090")
+    assert d.peak_flops("fp32") == 73.5e12 == round(14_592 * 2 * 2.52e9 / 1e11) * 1e11
+    assert {k: round(d.peak_flops(k) / 1e12, 1) for k in ("bf16", "fp16", "fp8", "int8")} == {
+        "bf16": 147.1, "fp16": 147.1, "fp8": 294.2, "int8": 588.3}
+    for k in ("bf16", "fp8", "int8"):
+        assert math.isclose(d.peak_flops(k), full.peak_flops(k) * 114 / 128, rel_tol=5e-4)
     for name in ("H100 SXM", "H100 PCIe", "H200 SXM", "H100 NVL", "H200 NVL", "A100 SXM 80GB"):
         assert "fp64 is the tensor-core figure" in hardware.get_gpu(name).notes, name
     for spec in hardware.VARIANTS.values():

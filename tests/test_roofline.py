@@ -124,6 +124,18 @@ def restore_precision():
     b.mkldnn.fp32_precision, b.mkldnn.matmul.fp32_precision = saved[3], saved[4]
 
 
+def test_legacy_reads_raise_only_while_the_two_apis_disagree(restore_precision):
+    # what chapter 5 says: "tf32" has no legacy twin, so both legacy reads raise; "ieee" and "none" agree
+    matmul = torch.backends.cuda.matmul
+    matmul.fp32_precision = "tf32"
+    assert {k: _tf32_state()[k] for k in ("allow_tf32", "matmul_precision")} == {
+        "allow_tf32": "raises", "matmul_precision": "raises"}
+    for agreeing in ("ieee", "none"):
+        matmul.fp32_precision = agreeing
+        state = _tf32_state()
+        assert state["allow_tf32"] is False and state["matmul_precision"] == "highest", agreeing
+
+
 SETUPS = {
     "defaults": lambda: None,
     "new global tf32": lambda: setattr(torch.backends, "fp32_precision", "tf32"),
