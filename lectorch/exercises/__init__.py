@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 import torch
+
+from lectorch.exercises.refuse import RefusedShortcut, refusing
 
 #: When this environment variable names a file, every check appends its result there as a JSON
 #: line. It is a convenience log for the student only: the grader never trusts it.
@@ -77,35 +80,65 @@ def _digest(salt: str, text: str) -> str:
     return hashlib.sha256(f"lectorch|{salt}|{text}".encode()).hexdigest()[:24]
 
 
-def _bin_width(rtol: float) -> float:
-    # math.isclose accepts |x - e| <= rtol·max(|x|, |e|), i.e. |log x - log e| <= -log(1 - rtol)
-    return -math.log1p(-rtol) if rtol < 1 else math.log1p(rtol)
+#: bins per tolerance: the practice check agrees with the exact interval except within
+#: 1/BINS_PER_TOLERANCE of the tolerance from an edge of it
+BINS_PER_TOLERANCE = 8
 
 
-def _bins(value: float, rtol: float, atol: float) -> list[str]:
-    """The tolerance bin of ``value`` and its two neighbours (any value within tolerance shares one)."""
+def within(x: float, expected: float, rtol: float, atol: float) -> bool:
+    """The accepted interval of every exercise: ``|x - expected| <= max(rtol·|expected|, atol)``
+    (``rtol=0.25`` accepts 6 to 10 for 8; the page states it as "within ±25 %").
+
+    >>> within(10.0, 8, 0.25, 0), within(10.1, 8, 0.25, 0)
+    (True, False)
+    """
+    return abs(x - expected) <= max(rtol * abs(expected), atol)
+
+
+def _log_width(rtol: float) -> float:
+    # at most 0.4 % wide, so a value 1 % outside the interval is refused by the practice check too
+    return min(math.log1p(rtol) / BINS_PER_TOLERANCE, math.log(1.004))
+
+
+def _bin_of(value: float, rtol: float, atol: float) -> str:
+    """The fine bin of ``value`` (log-spaced for a relative tolerance, linear for an absolute one)."""
     if rtol > 0 and value != 0:
         sign = "+" if value > 0 else "-"
-        b = math.floor(math.log(abs(value)) / _bin_width(rtol))
-        return [f"r{sign}{b + d}" for d in (0, -1, 1)]
+        return f"r{sign}{math.floor(math.log(abs(value)) / _log_width(rtol))}"
     if atol > 0:
-        b = math.floor(value / atol)
-        return [f"a{b + d}" for d in (0, -1, 1)]
+        return f"a{math.floor(value / (atol / BINS_PER_TOLERANCE))}"
+    return f"x{float(value)!r}"
+
+
+def _accepted_bins(value: float, rtol: float, atol: float) -> list[str]:
+    """Every fine bin that meets the accepted interval of ``value``."""
+    if rtol > 0 and value != 0:
+        lo, hi = abs(value) * max(1 - rtol, 1e-300), abs(value) * (1 + rtol)
+        sign = "+" if value > 0 else "-"
+        width = _log_width(rtol)
+        first, last = math.floor(math.log(lo) / width), math.floor(math.log(hi) / width)
+        if last - first > 400:
+            raise ValueError(f"rtol={rtol} is too wide to seal; use rtol < 0.99")
+        return [f"r{sign}{b}" for b in range(first, last + 1)]
+    if atol > 0:
+        width = atol / BINS_PER_TOLERANCE
+        return [f"a{b}" for b in range(math.floor((value - atol) / width), math.floor((value + atol) / width) + 1)]
     return [f"x{float(value)!r}"]
 
 
-def _decade(value: float) -> str:
+def _octave(value: float) -> str:
     if value == 0:
         return "0"
-    return ("+" if value > 0 else "-") + str(math.floor(math.log10(abs(value))))
+    return ("+" if value > 0 else "-") + str(math.floor(math.log2(abs(value))))
 
 
 @dataclass(frozen=True)
 class Sealed:
     """An expected answer that the package can check but does not reveal.
 
-    ``token`` holds the tolerances in clear and salted hashes of the answer's tolerance bin and of
-    its order of magnitude. Make one with ``of`` (or ``python -m lectorch.exercises.seal``).
+    ``token`` holds the tolerances in clear, salted hashes of the fine bins that meet the accepted
+    interval (``within``), and a salted hash of the answer's octave (its power of two, for "how far
+    off" feedback). Make one with ``of`` (or ``python -m lectorch.exercises.seal``).
 
     >>> s = Sealed.of("doc-seal", 16, rtol=1e-6)
     >>> s.matches("doc-seal", 16.000001), s.matches("doc-seal", 12)
@@ -125,10 +158,19 @@ class Sealed:
             value = float(value)
             if not math.isfinite(value):
                 raise ValueError(f"cannot seal a non-finite value ({value}) for {exercise_id!r}")
-            return Sealed(f"n|{rtol!r}|{atol!r}|{_digest(exercise_id, _bins(value, rtol, atol)[0])}"
-                          f"|{_digest(exercise_id + '#decade', _decade(value))}")
+            bins = sorted(_digest(exercise_id, b)[:12] for b in _accepted_bins(value, rtol, atol))
+            return Sealed(f"n|{rtol!r}|{atol!r}|{','.join(bins)}"
+                          f"|{_digest(exercise_id + '#octave', _octave(value))}")
         text = json.dumps(_canonical(value), sort_keys=True)
         return Sealed(f"x|0|0|{_digest(exercise_id, text)}|")
+
+    @staticmethod
+    def stored(exercise_id: str) -> "Sealed":
+        """The seal of ``exercise_id`` kept in ``lectorch/exercises/_seals.py`` (written by
+        ``python -m lectorch.exercises.seal --write``)."""
+        from lectorch.exercises._seals import SEALS
+
+        return Sealed(SEALS[exercise_id])
 
     @property
     def numeric(self) -> bool:
@@ -143,25 +185,32 @@ class Sealed:
         return float(self.token.split("|")[2])
 
     def matches(self, exercise_id: str, answer: Any) -> bool:
-        """True when ``answer`` is within the sealed tolerance of the expected value."""
-        _, rtol, atol, digest, _ = self.token.split("|")
+        """True when ``answer`` is within the sealed tolerance of the expected value (exactly so,
+        except within one fine bin of an edge of the interval)."""
+        _, rtol, atol, digests, _ = self.token.split("|")
         if not self.numeric:
             try:
                 text = json.dumps(_canonical(answer), sort_keys=True)
             except TypeError:
                 return False
-            return _digest(exercise_id, text) == digest
+            return _digest(exercise_id, text) == digests
         x = _as_real(answer)
         if x is None or not math.isfinite(x):
             return False
-        return any(_digest(exercise_id, b) == digest for b in _bins(x, float(rtol), float(atol)))
+        return _digest(exercise_id, _bin_of(x, float(rtol), float(atol)))[:12] in digests.split(",")
 
-    def same_decade(self, exercise_id: str, answer: Any) -> bool:
-        """True when ``answer`` has the expected value's sign and order of magnitude."""
+    def octaves_off(self, exercise_id: str, answer: Any, *, span: int = 64) -> int | None:
+        """``d`` such that ``answer / expected`` lies between ``2**(d-1)`` and ``2**(d+1)`` (None when
+        the sign differs or it is further than ``span`` octaves)."""
         x = _as_real(answer)
-        if not self.numeric or x is None or not math.isfinite(x):
-            return False
-        return _digest(exercise_id + "#decade", _decade(x)) == self.token.split("|")[4]
+        if not self.numeric or x is None or not math.isfinite(x) or x == 0:
+            return None
+        stored = self.token.split("|")[4]
+        sign, own = ("+" if x > 0 else "-"), math.floor(math.log2(abs(x)))
+        for d in sorted(range(-span, span + 1), key=abs):
+            if _digest(exercise_id + "#octave", f"{sign}{own - d}") == stored:
+                return d
+        return None
 
 
 def _as_real(value: Any) -> float | None:
@@ -208,6 +257,11 @@ class Exercise:
     ``slips`` maps a ratio answer/expected to the mistake it reveals, e.g. ``{0.5: "one week?"}``.
     ``compare(got, expected)`` replaces the default comparison; it returns None when equal, else a
     message. ``summary`` is what the static book shows in place of a result (derived if empty).
+    ``runner(answer, args, kwargs)`` replaces the plain call of a function answer and returns what
+    ``compare`` judges (e.g. the returned value with the calls made on a simulated device).
+    ``refuse`` names the library routines (dotted paths) that do what the exercise asks the student
+    to write: they raise while the student's function runs (``refuse.refusing``), with a message
+    naming ``refuse_what``; ``no_tensors`` refuses every torch call ("without creating a tensor").
     """
 
     id: str
@@ -222,6 +276,18 @@ class Exercise:
     slips: dict[float, str] = field(default_factory=dict)
     compare: Callable[[Any, Any], str | None] | None = None
     summary: str = ""
+    refuse: tuple[str, ...] = ()
+    refuse_what: str = ""
+    no_tensors: bool = False
+    runner: Callable[[Callable, tuple, dict], Any] | None = None
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """(rtol, atol) of the exercise: its seal's for a sealed number, else ``rtol``/``atol``.
+        The practice check, the seal and the grader all use these (``within``)."""
+        if isinstance(self.expected, Sealed) and self.expected.numeric:
+            return self.expected.rtol, self.expected.atol
+        return self.rtol, self.atol
 
     @property
     def hints(self) -> tuple[str, ...]:
@@ -243,10 +309,14 @@ class Exercise:
 
 
 def _tolerance_text(expected: Any) -> str:
+    """The accepted interval in words, as the page states it."""
     if isinstance(expected, Sealed) and expected.numeric:
         if expected.rtol:
-            return f"within about ±{expected.rtol:.0%}" if expected.rtol >= 0.01 else "to the precision of a float"
-        return f"within ±{expected.atol:g}"
+            if expected.rtol >= 0.001:
+                return f"within ±{expected.rtol * 100:.3g} % of the answer"
+            return "exactly, up to rounding" if expected.rtol <= 1e-6 else f"within ±{expected.rtol:.1g} (relative)"
+        if expected.atol:
+            return f"within ±{expected.atol:g}"
     return "exactly"
 
 
@@ -278,7 +348,7 @@ _REGISTRY: dict[str, Exercise] = {}
 _LOADED = False
 _FAILURES: dict[str, int] = {}
 _ORIGIN: dict[str, str] = {}
-_NOT_CHAPTERS = {"seal"}
+_NOT_CHAPTERS = {"seal", "refuse"}
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -391,17 +461,22 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
         cases += list(ex.generate(random.Random(f"{ex.id}:{_FAILURES.get(ex.id, 0)}")))
     for i, case in enumerate(cases, start=1):
         where = f"Case {i} of {len(cases)}" + (f" ({case.description})" if case.description else "")
-        outcome = run_case(answer, case)
+        outcome = run_case(answer, case, ex)
         if outcome[0] == "not implemented":
             return CheckResult(ex.id, "not implemented", outcome[1])
         if outcome[0] == "raised":
-            if case.raises is not None and isinstance(outcome[1], case.raises):
-                continue
             err = outcome[1]
+            if isinstance(err, RefusedShortcut):
+                return CheckResult(ex.id, "failed", f"{where}: {err}")
+            if case.raises is not None and isinstance(err, case.raises):
+                continue
             return CheckResult(ex.id, "error", f"{where}: your function raised {type(err).__name__}: {err}.")
         got = outcome[1]
         if case.raises is not None:
             return CheckResult(ex.id, "failed", f"{where}: expected an error ({case.raises.__name__}) for this input, but your function returned {_short(got)}.")
+        if ex.runner is not None and isinstance(got, dict) and "returned" in got:
+            if got["returned"] is ... or got["returned"] is None:
+                return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got['returned']!r}.")
         if got is ... or (got is None and case.expected is not None):
             return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got!r}.")
         problem = compare(ex, got, case.expected)
@@ -424,17 +499,22 @@ def materialize(value: Any) -> Any:
     return value
 
 
-def run_case(answer: Callable, case: Case) -> tuple[str, Any]:
+def run_case(answer: Callable, case: Case, exercise: Exercise | None = None) -> tuple[str, Any]:
     """Call ``answer`` on ``case``: ("returned", value), ("raised", error) or ("not implemented", msg).
 
     Arguments are deep-copied (tensors cloned) so an answer that mutates its inputs cannot change
-    the case for the next call.
+    the case for the next call. With ``exercise``, the routines it refuses raise during the call.
     """
     import copy
 
     args, kwargs = materialize(copy.deepcopy(case.args)), materialize(copy.deepcopy(case.kwargs))
+    guard = refusing(exercise.refuse, exercise.refuse_what or exercise.title,
+                     no_tensors=exercise.no_tensors) if exercise is not None else contextlib.nullcontext()
     try:
-        return "returned", answer(*args, **kwargs)
+        with guard:
+            if exercise is not None and exercise.runner is not None:
+                return "returned", exercise.runner(answer, args, kwargs)
+            return "returned", answer(*args, **kwargs)
     except NotImplementedError:
         return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
     except Exception as err:  # the student's code failed: report it, never crash the notebook
@@ -488,15 +568,15 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
             return f"expected a number, got {_short(got)}."
         if math.isnan(x):
             return "your answer is NaN (not a number): look for 0/0 or inf - inf."
-        if math.isclose(x, float(expected), rel_tol=ex.rtol, abs_tol=ex.atol):
+        rtol, atol = ex.tolerance
+        if within(x, float(expected), rtol, atol):
             return None
         if expected != 0 and x != 0:
             ratio = x / float(expected)
             for slip_ratio, slip in ex.slips.items():
                 if math.isclose(ratio, slip_ratio, rel_tol=1e-3):
                     return f"{_short(got)} is not right: {slip}"
-        direction = "too large" if x > expected else "too small"
-        return f"{_short(got)} is {direction}."
+        return f"{_short(got)} is {_factor_text(x / float(expected) if expected else math.inf)}."
     if got == expected:
         return None
     return f"{_short(got)} is not the expected answer."
@@ -515,6 +595,25 @@ def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:
     for slip_ratio, slip in ex.slips.items():
         if slip_ratio and sealed.matches(ex.id, x / slip_ratio):
             return f"{_short(got)} is not right: {slip}"
-    if sealed.same_decade(ex.id, x):
-        return f"{_short(got)} has the right order of magnitude but is not within the tolerance."
-    return f"{_short(got)} is off by a factor of ten or more (or has the wrong sign): recheck the units and each factor."
+    d = sealed.octaves_off(ex.id, x)
+    if d is None:
+        return f"{_short(got)} has the wrong sign, or is off by a factor of more than 10^19: recheck the units."
+    if d == 0:
+        return f"{_short(got)} is within a factor of 2 of the answer but not within the tolerance ({_tolerance_text(sealed)})."
+    return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
+
+
+def _factor_text(ratio: float) -> str:
+    """How far off a ratio answer/expected is, in words (the real factor, rounded)."""
+    if ratio <= 0 or not math.isfinite(ratio):
+        return "of the wrong sign" if ratio < 0 else "not the expected answer"
+    factor = ratio if ratio >= 1 else 1 / ratio
+    words = "too large" if ratio > 1 else "too small"
+    return f"{words} (by a factor of {factor:.2g})" if factor >= 1.1 else f"{words} (by {abs(ratio - 1):.1%})"
+
+
+def _octave_text(d: int) -> str:
+    """The factor an answer is off by, from its octave offset ``d`` (see ``Sealed.octaves_off``)."""
+    lo, hi = 2.0 ** (abs(d) - 1), 2.0 ** (abs(d) + 1)
+    words = "too large" if d > 0 else "too small"
+    return f"{words} by a factor between {lo:g} and {hi:g}" if abs(d) > 1 else f"{words}, by less than a factor of 4"

@@ -93,6 +93,16 @@ register(
         id="backprop-mlp-backward",
         title="backward_flops(batch, widths, input_requires_grad=False) of a stack of linear layers",
         kind="function",
+        refuse_what="the backward FLOP count",
+        refuse=(
+            "lectorch.backprop.mlp_flops",
+            "lectorch.backprop.cruncher_flops",
+            "lectorch.backprop.measured_flops",
+            "lectorch.backprop.predicted_and_measured",
+            "lectorch.flops.count_flops",
+            "lectorch.step_memory.step_flops",
+            "torch.utils.flop_counter.FlopCounterMode",
+        ),
         hint=("Go layer by layer from the loss backwards: which matmuls does each layer's backward do, "
               "and what does each cost next to its forward matmul?",
               "The first layer's input is x: does anyone need ∂x when x does not require grad?"),
@@ -114,7 +124,7 @@ register(
         id="backprop-time-ratio",
         title="backward time / forward time of a deep stack of linear layers",
         kind="prediction",
-        expected=Sealed("n|0.18|0.0|1e5ba06b215c5ef1e3f7c520|cf9d8fad353590c561e5c7b9"),
+        expected=Sealed.stored("backprop-time-ratio"),
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
         slips={0.5: "the backward pass does more work than the forward pass, not less.",
@@ -129,7 +139,7 @@ register(
         id="backprop-tied-flops",
         title="training FLOPs of a tied-weight autoencoder, B=64, D=512, H=128",
         kind="value",
-        expected=Sealed("n|1e-09|0.0|6a1541337b4436bf2366680d|dd52d6ba419344162b0474d8"),
+        expected=Sealed.stored("backprop-tied-flops"),
         hint=("Count uses, not parameters: W takes part in two matmuls forward; each of them has its "
               "own backward matmuls.",
               "The decoder's input h is an activation (its gradient is needed); the encoder's input x "
@@ -189,6 +199,16 @@ register(
         id="backprop-skip-grads",
         title="skip_grads(x, w1, w2): the gradients of ((relu(x @ w1) + x) @ w2).sum() by hand",
         kind="function",
+        refuse_what="the gradients by hand",
+        refuse=(
+            "torch.Tensor.backward",
+            "torch.autograd.backward",
+            "torch.autograd.grad",
+            "torch.func.grad",
+            "torch.func.vjp",
+            "torch.func.jacrev",
+            "torch.func.grad_and_value",
+        ),
         hint=("Write the forward pass in named steps (z = x @ w1, a = relu(z), s = a + x, out = s @ w2) "
               "and go back one step at a time: which tensor does each weight gradient multiply?",
               "A sum passes its gradient unchanged to both inputs; a ReLU passes it only where its input "

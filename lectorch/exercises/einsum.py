@@ -65,7 +65,7 @@ register(
         id="einsum-layer-crossover",
         title="the sequence length where attention's FLOPs equal the projections' and the MLP's",
         kind="value",
-        expected=Sealed("n|0.01|0.0|3ef35e5cac0ce42fd01b93f1|fd5d9aab721c8c176b5877c2"),
+        expected=Sealed.stored("einsum-layer-crossover"),
         hint=(("write both sides as FLOPs per layer at s tokens: the projections and the MLP grow like "
               "s, the scores and the mixing like s²; then solve for s."),
               ("K and V project hidden to kv_heads · head_dim, not to hidden; the SwiGLU MLP has three "

@@ -17,7 +17,7 @@ register(
         id="napkin-two-weeks",
         title="FLOPs of 8 H100s running for two weeks at their dense bf16 peak",
         kind="value",
-        expected=Sealed("n|0.001|0.0|bc1c1e025cc39718a320a959|da45a433ade321b9ce489fa8"),
+        expected=Sealed.stored("napkin-two-weeks"),
         hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
               "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
@@ -34,7 +34,7 @@ register(
         id="napkin-8bit-adam-bytes",
         title="bytes per parameter of mixed-precision AdamW with block-wise 8-bit moments",
         kind="value",
-        expected=Sealed("n|0.0001|0.0|5c73be0d5208a6bed837f649|5a2f7746fff9c0b081ca7122"),
+        expected=Sealed.stored("napkin-8bit-adam-bytes"),
         hint=("list every tensor kept per parameter (weights, gradients, master copy, two moments) with "
               "its bytes, then add what the quantisation itself stores.",
               "a scale is one float32 (4 bytes) shared by a whole block: per parameter it costs "
@@ -54,7 +54,7 @@ register(
         id="napkin-zero2-params",
         title="the largest model that ZeRO stage 2 fits on 64 H100s",
         kind="value",
-        expected=Sealed("n|0.001|0.0|fc43b477a85c1d5ba007bcb1|a6fcdb61c499989cfd45645d"),
+        expected=Sealed.stored("napkin-zero2-params"),
         hint=("write the bytes ONE GPU holds per parameter: what it keeps whole, plus its share of what "
               "is split 64 ways; then divide one GPU's memory by it.",
               "only the bf16 weights stay whole on every GPU; gradients, master weights and moments "
@@ -112,6 +112,13 @@ register(
         id="napkin-gpus-needed",
         title="gpus_needed(params, tokens, days, peak_flops_per_s, mfu)",
         kind="function",
+        refuse_what="the napkin arithmetic",
+        refuse=(
+            "lectorch.napkin.training_flops",
+            "lectorch.napkin.training_days",
+            "lectorch.napkin.cluster_flops_per_s",
+            "lectorch.napkin.summarize",
+        ),
         hint=("a cluster has a whole number of GPUs: which way must the count be rounded so the run "
               "finishes in time?",
               "compare how many FLOPs the run needs with how many one GPU delivers in the time allowed."),

@@ -94,6 +94,14 @@ register(
         id="optim-rmsprop",
         title="RMSProp as a torch.optim.Optimizer subclass, matching torch.optim.RMSprop",
         kind="function",
+        refuse_what="RMSProp",
+        refuse=(
+            "torch.optim.RMSprop",
+            "lectorch.optim.RMSProp",
+            "torch.optim.rmsprop.rmsprop",
+            "torch.optim.rmsprop._single_tensor_rmsprop",
+            "torch.optim.rmsprop._multi_tensor_rmsprop",
+        ),
         hint=("Keep one running average per parameter in self.state[p], created the first time the "
               "parameter is seen, and update both it and p in place.",
               "The average weighs the old value by alpha and the squared gradient by 1 - alpha; the "
@@ -173,6 +181,18 @@ register(
         id="optim-adamw-step",
         title="adamw_step(...): one AdamW update with bias correction and decoupled weight decay",
         kind="function",
+        refuse_what="the AdamW update",
+        refuse=(
+            "torch.optim.AdamW",
+            "torch.optim.Adam",
+            "lectorch.optim.AdamW",
+            "lectorch.optim.Adam",
+            "torch.optim.adam.adam",
+            "torch.optim.adam._single_tensor_adam",
+            "torch.optim.adam._multi_tensor_adam",
+            "torch._fused_adamw_",
+            "torch._fused_adam_",
+        ),
         hint=("Check the moments first: does your m and v match on step 1 with weight_decay=0? Then the "
               "parameter on step 1, then on a later step.",
               "Which step number does the bias correction use on the very first update? And does "
@@ -241,6 +261,14 @@ register(
         id="optim-clip-grad-norm",
         title="clip_by_global_norm(grads, max_norm): gradient clipping by the global norm",
         kind="function",
+        refuse_what="clipping by the global norm",
+        refuse=(
+            "torch.nn.utils.clip_grad_norm_",
+            "torch.nn.utils.clip_grad_norm",
+            "torch.nn.utils.get_total_norm",
+            "torch.nn.utils.clip_grads_with_norm_",
+            "lectorch.train.grad_norm",
+        ),
         hint=("Compare your returned norm first: it is one number for all gradients together. Then "
               "compare the clipped gradients on a case whose norm is below max_norm.",
               "Use one common factor for all gradients, from the global norm and max_norm. What "
@@ -263,7 +291,7 @@ register(
         id="optim-step-peak",
         title="the peak live bytes of one SGD step of Cruncher(64, 2) on a batch of 2048, fp32",
         kind="prediction",
-        expected=Sealed("n|0.0768|0.0|5786fe863bdd60415b160ccb|b67d442965144a8c272a4421"),
+        expected=Sealed.stored("optim-step-peak"),
         hint=("Walk through the step in time: what is alive at the end of the forward pass, and what "
               "is added and freed while backward runs the last layer?",
               "With B ≫ D the activations and their gradients dominate: count every B×D tensor alive "

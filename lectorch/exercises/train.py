@@ -126,6 +126,10 @@ register(
         id="train-get-batch",
         title="get_batch(data, batch_size, context_length, device, generator=None)",
         kind="function",
+        refuse_what="get_batch",
+        refuse=(
+            "lectorch.data.get_batch",
+        ),
         hint=("a window holds context_length + 1 tokens: count the valid starts, the last one "
               "included, and draw them all with the generator you are given.",
               "inputs are a window without its last token, targets without its first; int64, on "
@@ -196,6 +200,13 @@ register(
         id="train-lr-at-step",
         title="lr_at(step, max_lr, min_lr, warmup_steps, total_steps): cosine with linear warm-up",
         kind="function",
+        refuse_what="the schedule",
+        refuse=(
+            "lectorch.train.cosine_lr",
+            "lectorch.train.cosine_schedule",
+            "lectorch.train.CosineSchedule",
+            "torch.optim.lr_scheduler.LRScheduler",
+        ),
         rtol=1e-9,
         atol=1e-15,
         hint=("look at the step where the warm-up ends and at the steps after total_steps: "
@@ -388,7 +399,7 @@ register(
         id="train-ckpt-size",
         title="the bytes of a checkpoint of a TinyLM with V = 64, D = 96 and 3 blocks",
         kind="prediction",
-        expected=Sealed("n|0.05|0.0|9da3e5a22e6bf43c594b749d|94f247df5e3c4c6f18147263"),
+        expected=Sealed.stored("train-ckpt-size"),
         hint=("count the parameters first (embedding, blocks, head), then the bytes each one "
               "costs in the checkpoint.",
               "a checkpoint holds the weights and everything AdamW remembers about them; the "

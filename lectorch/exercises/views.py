@@ -60,6 +60,13 @@ register(
         id="views-transpose-strides",
         title="transposed_strides(shape, dim0, dim1): the strides of a transposed fresh tensor",
         kind="function",
+        refuse_what="the strides",
+        refuse=(
+            "lectorch.views.contiguous_strides",
+            "lectorch.views.describe_view",
+            "lectorch.views.element_offset",
+        ),
+        no_tensors=True,
         hint=(("start from the strides of a fresh (row-major) tensor of that shape: each is the "
               "product of the sizes to its right."),
               "a transpose moves no data: it only changes which stride belongs to which dim."),
@@ -77,7 +84,7 @@ register(
         id="views-storage-index",
         title="the storage index that y[2, 1] reads, for y = x[1:, 2::3] of a contiguous 6×8 x",
         kind="value",
-        expected=Sealed("n|1e-09|0.0|87ad285c3ef657e743bddde6|f5178e921027f49e49d4996b"),
+        expected=Sealed.stored("views-storage-index"),
         hint=("where does y[0, 0] live? That is y's storage offset.",
               "a step in a slice multiplies that dim's stride; then offset + i·stride[0] + j·stride[1]."),
         slips={

@@ -1,0 +1,165 @@
+"""Switch library shortcuts off while a student's function runs under a checker.
+
+An implement exercise asks the student to write something the libraries already have (torch's
+``log_softmax``, ``torch.optim.AdamW``, lectorch's ``cosine_lr``...). While the student's function
+runs, :func:`refusing` makes those routines raise :class:`RefusedShortcut`, whose message says what
+the exercise asks for, and puts them back afterwards. It catches the routine under any name:
+
+- torch functions, ``torch.Tensor`` methods and properties are refused by identity in a
+  ``TorchFunctionMode`` (so ``F.log_softmax``, ``torch.log_softmax`` and ``x.log_softmax`` alike);
+- a class has its ``__init__`` and ``step``/``forward`` replaced, which also refuses subclasses
+  that inherit them;
+- a Python function is replaced wherever a loaded module holds it (``from lectorch.train import
+  cosine_lr`` included, the notebook's own namespace too).
+
+``no_tensors=True`` refuses every torch call ("without creating a tensor"). This is teaching, not
+security: the student controls their kernel. The module needs only the standard library and torch,
+so the grader's sandbox can load it by path.
+
+>>> import torch
+>>> with refusing(["torch.log_softmax"], "the stable log-softmax"):
+...     torch.log_softmax(torch.zeros(2), 0)
+Traceback (most recent call last):
+...
+lectorch.exercises.refuse.RefusedShortcut: this exercise asks you to write the stable log-softmax yourself: torch.log_softmax is switched off while your function is checked.
+>>> torch.log_softmax(torch.zeros(2), 0).shape
+torch.Size([2])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import sys
+import types
+from typing import Any, Iterable, Iterator
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+#: the methods of a refused class that are replaced too (besides ``__init__``)
+_CLASS_METHODS = ("step", "forward", "__call__")
+
+
+class RefusedShortcut(RuntimeError):
+    """Raised when a student's function calls a routine the exercise asks them to write."""
+
+
+def _message(name: str, what: str) -> str:
+    return (f"this exercise asks you to write {what} yourself: {name} is switched off while your "
+            "function is checked.")
+
+
+def resolve(name: str) -> Any:
+    """The object a dotted ``name`` such as ``"torch.nn.functional.log_softmax"`` names.
+
+    >>> resolve("torch.Tensor.stride") is torch.Tensor.stride
+    True
+    """
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ValueError(f"cannot resolve {name!r}: give a dotted path that starts with a module")
+
+
+class _Refuse(TorchFunctionMode):
+    def __init__(self, refused: dict[int, str], what: str, no_tensors: bool) -> None:
+        super().__init__()
+        self.refused, self.what, self.no_tensors = refused, what, no_tensors
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        name = self.refused.get(id(func))
+        if name is None and self.no_tensors:
+            name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+            name = f"torch ({name})"
+        if name is not None:
+            raise RefusedShortcut(_message(name, self.what))
+        return func(*args, **(kwargs or {}))
+
+
+def _raiser(name: str, what: str):
+    def refused(*args, **kwargs):
+        raise RefusedShortcut(_message(name, what))
+
+    refused.__name__ = refused.__qualname__ = name.rsplit(".", 1)[-1]
+    return refused
+
+
+@contextlib.contextmanager
+def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool = False) -> Iterator[None]:
+    """Within the block, each routine in ``names`` raises ``RefusedShortcut`` (see the module)."""
+    names = tuple(names)
+    if not names and not no_tensors:
+        yield
+        return
+    torch_refused: dict[int, str] = {}
+    undo: list[tuple[Any, str, Any]] = []  # (owner, attribute, original or _MISSING)
+    try:
+        for name in names:
+            obj = resolve(name)
+            if inspect.isclass(obj):
+                for attr in ("__init__", *_CLASS_METHODS):
+                    if attr == "__init__" or attr in vars(obj):
+                        undo.append((obj, attr, vars(obj).get(attr, _MISSING)))
+                        setattr(obj, attr, _raiser(name, what))
+            elif isinstance(obj, types.FunctionType):  # Python code: replaced under every name
+                torch_refused[id(obj)] = name  # (torch's own dispatch to the mode with itself)
+                fake = _raiser(name, what)
+                for module in list(sys.modules.values()):
+                    space = getattr(module, "__dict__", None)
+                    if not isinstance(space, dict):
+                        continue
+                    for attr, value in list(space.items()):
+                        if value is obj:
+                            undo.append((module, attr, value))
+                            space[attr] = fake
+            else:  # a torch function, Tensor method or property: refused in the mode, by identity
+                torch_refused[id(obj)] = name
+                for part in ("__get__", "__wrapped__"):
+                    inner = getattr(obj, part, None)
+                    if inner is not None:
+                        torch_refused[id(inner)] = name
+        with _Refuse(torch_refused, what, no_tensors):
+            yield
+    finally:
+        for owner, attr, original in reversed(undo):
+            if isinstance(owner, types.ModuleType):
+                owner.__dict__[attr] = original
+            elif original is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def refuse_subclass(cls: Any, bases: Iterable[str], what: str) -> None:
+    """Raise ``RefusedShortcut`` when class ``cls`` is, or derives from, one of ``bases`` (dotted names).
+
+    >>> refuse_subclass(torch.optim.SGD, ["torch.optim.RMSprop"], "RMSProp")
+    >>> class Mine(torch.optim.RMSprop): pass
+    >>> refuse_subclass(Mine, ["torch.optim.RMSprop"], "RMSProp")
+    Traceback (most recent call last):
+    ...
+    lectorch.exercises.refuse.RefusedShortcut: this exercise asks you to write RMSProp yourself: your class derives from torch.optim.RMSprop; subclass torch.optim.Optimizer instead.
+    """
+    if not inspect.isclass(cls):
+        return
+    for name in bases:
+        base = resolve(name)
+        if inspect.isclass(base) and issubclass(cls, base):
+            raise RefusedShortcut(f"this exercise asks you to write {what} yourself: your class derives "
+                                  f"from {name}; subclass torch.optim.Optimizer instead.")
