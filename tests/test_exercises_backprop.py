@@ -73,10 +73,10 @@ def test_time_ratio_judges_the_prediction_not_the_measurement():
     assert grading.EXPECTED["backprop-time-ratio"] == 2.0
     for good in (2.0, 1.75, 1.88, 2.2):
         assert check("backprop-time-ratio", good, measured=5.0).passed, good
-    for bad, words in ((1.0, "more work"), (3.0, "forward pass too"), (6.0, "tolerance")):
+    for bad, words in ((1.0, "more matmuls"), (3.0, "forward pass too"), (6.0, "factor of about 2.8")):
         result = check("backprop-time-ratio", bad, measured=2.0)
         assert result.status == "failed" and words in result.message, result.message
-        assert "(measured on this machine: 2" in result.message
+        assert "measured" not in result.message  # a failure never shows the number to copy
 
 
 # --- backprop-tied-flops (derive) ----------------------------------------------------------------

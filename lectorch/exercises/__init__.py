@@ -126,10 +126,14 @@ def _accepted_bins(value: float, rtol: float, atol: float) -> list[str]:
     return [f"x{float(value)!r}"]
 
 
+#: "how far off" resolution: quarters of an octave (factors of 2**0.25 ≈ 1.19)
+STEPS_PER_OCTAVE = 4
+
+
 def _octave(value: float) -> str:
     if value == 0:
         return "0"
-    return ("+" if value > 0 else "-") + str(math.floor(math.log2(abs(value))))
+    return ("+" if value > 0 else "-") + str(math.floor(STEPS_PER_OCTAVE * math.log2(abs(value))))
 
 
 @dataclass(frozen=True)
@@ -140,10 +144,10 @@ class Sealed:
     interval (``within``), and a salted hash of the answer's octave (its power of two, for "how far
     off" feedback). Make one with ``of`` (or ``python -m lectorch.exercises.seal``).
 
-    >>> s = Sealed.of("doc-seal", 16, rtol=1e-6)
-    >>> s.matches("doc-seal", 16.000001), s.matches("doc-seal", 12)
+    >>> s = Sealed.of("doc-seal", 12, rtol=1e-6)
+    >>> s.matches("doc-seal", 12.000001), s.matches("doc-seal", 9)
     (True, False)
-    >>> "16" in s.token
+    >>> "12.0" in s.token  # tolerances and salted hashes only
     False
     """
 
@@ -199,14 +203,14 @@ class Sealed:
             return False
         return _digest(exercise_id, _bin_of(x, float(rtol), float(atol)))[:12] in digests.split(",")
 
-    def octaves_off(self, exercise_id: str, answer: Any, *, span: int = 64) -> int | None:
-        """``d`` such that ``answer / expected`` lies between ``2**(d-1)`` and ``2**(d+1)`` (None when
-        the sign differs or it is further than ``span`` octaves)."""
+    def octaves_off(self, exercise_id: str, answer: Any, *, span: int = 64 * STEPS_PER_OCTAVE) -> int | None:
+        """``d`` such that ``answer / expected`` lies between ``2**((d-1)/4)`` and ``2**((d+1)/4)``
+        (quarter octaves; None when the sign differs or it is further than ``span`` quarters)."""
         x = _as_real(answer)
         if not self.numeric or x is None or not math.isfinite(x) or x == 0:
             return None
         stored = self.token.split("|")[4]
-        sign, own = ("+" if x > 0 else "-"), math.floor(math.log2(abs(x)))
+        sign, own = ("+" if x > 0 else "-"), math.floor(STEPS_PER_OCTAVE * math.log2(abs(x)))
         for d in sorted(range(-span, span + 1), key=abs):
             if _digest(exercise_id + "#octave", f"{sign}{own - d}") == stored:
                 return d
@@ -254,7 +258,10 @@ class Exercise:
     ``kind``: "value" (one sealed value), "prediction" (a sealed physics answer; the check may pass
     the measurement too) or "function" (public example ``cases`` plus randomised cases from
     ``generate(rng)``). ``hint``: one nudge or a tuple of nudges, shown from the second failure on.
-    ``slips`` maps a ratio answer/expected to the mistake it reveals, e.g. ``{0.5: "one week?"}``.
+    ``slips`` maps a ratio answer/expected to the mistake it reveals, e.g. ``{0.5: "one week?"}``;
+    for a sealed answer it maps a slip's name to its message, and the wrong value it names is
+    sealed in ``_seals.SLIPS`` (plain in ``grading/<topic>.py``'s ``SLIPS``), so no ratio gives the
+    answer away.
     ``compare(got, expected)`` replaces the default comparison; it returns None when equal, else a
     message. ``summary`` is what the static book shows in place of a result (derived if empty).
     ``runner(answer, args, kwargs)`` replaces the plain call of a function answer and returns what
@@ -273,7 +280,7 @@ class Exercise:
     generate: Callable[[random.Random], list[Case]] | None = None
     rtol: float = 1e-6
     atol: float = 0.0
-    slips: dict[float, str] = field(default_factory=dict)
+    slips: dict[float | str, str] = field(default_factory=dict)
     compare: Callable[[Any, Any], str | None] | None = None
     summary: str = ""
     refuse: tuple[str, ...] = ()
@@ -392,6 +399,17 @@ def exercises() -> dict[str, Exercise]:
     return dict(_REGISTRY)
 
 
+def refusals() -> dict[str, dict]:
+    """Plain data of what each exercise refuses while the student's function runs (for a grader's
+    sandbox, which can load ``refuse.py`` by path: it needs only the standard library and torch).
+
+    >>> refusals()["optim-adamw-step"]["what"]
+    'the AdamW update'
+    """
+    return {ex_id: {"names": list(ex.refuse), "what": ex.refuse_what or ex.title, "no_tensors": ex.no_tensors}
+            for ex_id, ex in exercises().items() if ex.refuse or ex.no_tensors}
+
+
 def get_exercise(exercise_id: str) -> Exercise:
     """The exercise registered under ``exercise_id``."""
     if exercise_id not in _REGISTRY:
@@ -415,8 +433,10 @@ def reset_attempts(exercise_id: str | None = None) -> None:
     """Forget earlier failures (of one exercise, or of all), so the next failure is a 'first' one."""
     if exercise_id is None:
         _FAILURES.clear()
+        _PREDICTED.clear()
     else:
         _FAILURES.pop(exercise_id, None)
+        _PREDICTED.pop(exercise_id, None)
 
 
 def _not_done(answer: Any) -> bool:
@@ -448,12 +468,16 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
     if _not_done(answer):
         return CheckResult(ex.id, "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again.")
     if ex.kind in ("value", "prediction"):
+        if ex.kind == "prediction":
+            _PREDICTED[ex.id] = answer  # the measurement may be shown now (``after_prediction``)
         problem = compare(ex, answer, ex.expected)
-        tail = _measured_text(answer, measured) if ex.kind == "prediction" else ""
         if problem is None:
+            # the measurement is compared with a prediction only once it is right: a failure
+            # never shows a number to copy
+            tail = _measured_text(answer, measured) if ex.kind == "prediction" else ""
             what = "your prediction agrees with the physics" if ex.kind == "prediction" else ex.title
             return CheckResult(ex.id, "passed", f"Correct: {what}.{tail}")
-        return CheckResult(ex.id, "failed", f"{problem}{tail}")
+        return CheckResult(ex.id, "failed", problem)
     if not callable(answer):
         return CheckResult(ex.id, "failed", f"Expected a function, got {type(answer).__name__}.")
     cases = list(ex.cases)
@@ -521,6 +545,42 @@ def run_case(answer: Callable, case: Case, exercise: Exercise | None = None) -> 
         return "raised", err
 
 
+_PREDICTED: dict[str, Any] = {}
+
+
+def predicted(exercise_id: str) -> bool:
+    """True once a prediction of ``exercise_id`` was checked in this kernel."""
+    return exercise_id in _PREDICTED
+
+
+@contextlib.contextmanager
+def after_prediction(exercise_id: str):
+    """Hold back what the block prints (a measurement) until a prediction of ``exercise_id`` is
+    recorded by ``check``; then print it, with the measurement's ratio to the prediction when the
+    block assigns ``reveal.measured``.
+
+    >>> reset_attempts("flops-time-ratio")
+    >>> with after_prediction("flops-time-ratio"):
+    ...     print("measured: 7.9")
+    📝 The measurement is held back until you record a prediction: run the check of your prediction (lectorch.check("flops-time-ratio", ...)) first, then this cell again.
+    >>> _ = check("flops-time-ratio", 8)
+    >>> with after_prediction("flops-time-ratio"):
+    ...     print("measured: 7.9")
+    measured: 7.9
+    """
+    import io
+
+    get_exercise(exercise_id)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        yield
+    if predicted(exercise_id):
+        print(buffer.getvalue(), end="")
+    else:
+        print("📝 The measurement is held back until you record a prediction: run the check of your "
+              f'prediction (lectorch.check("{exercise_id}", ...)) first, then this cell again.')
+
+
 def _measured_text(prediction: Any, measured: float | None) -> str:
     # nbval blanks this parenthesis (tests/sanitize.cfg): it depends on the machine
     m, p = _as_real(measured), _as_real(prediction)
@@ -571,10 +631,13 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
         rtol, atol = ex.tolerance
         if within(x, float(expected), rtol, atol):
             return None
+        slip = _named_slip(ex, x)
+        if slip:
+            return f"{_short(got)} is not right: {slip}"
         if expected != 0 and x != 0:
             ratio = x / float(expected)
             for slip_ratio, slip in ex.slips.items():
-                if math.isclose(ratio, slip_ratio, rel_tol=1e-3):
+                if not isinstance(slip_ratio, str) and math.isclose(ratio, slip_ratio, rel_tol=1e-3):
                     return f"{_short(got)} is not right: {slip}"
         return f"{_short(got)} is {_factor_text(x / float(expected) if expected else math.inf)}."
     if got == expected:
@@ -592,15 +655,43 @@ def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:
         return f"expected a number, got {_short(got)}."
     if not math.isfinite(x):
         return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
+    slip = _named_slip(ex, x)
+    if slip:
+        return f"{_short(got)} is not right: {slip}"
     for slip_ratio, slip in ex.slips.items():
-        if slip_ratio and sealed.matches(ex.id, x / slip_ratio):
+        if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(ex.id, x / slip_ratio):
             return f"{_short(got)} is not right: {slip}"
     d = sealed.octaves_off(ex.id, x)
     if d is None:
-        return f"{_short(got)} has the wrong sign, or is off by a factor of more than 10^19: recheck the units."
+        return f"{_short(got)} has the wrong sign, or is off by a factor of more than 10^19: recheck the units and signs."
     if d == 0:
-        return f"{_short(got)} is within a factor of 2 of the answer but not within the tolerance ({_tolerance_text(sealed)})."
+        return f"{_short(got)} is close (within a factor of 1.2) but not within the tolerance ({_tolerance_text(sealed)})."
     return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
+
+
+def slip_id(exercise_id: str, name: str) -> str:
+    """The salt of the seal of slip ``name`` of ``exercise_id``."""
+    return f"{exercise_id}#slip:{name}"
+
+
+def slip_tolerance(ex: Exercise) -> float:
+    """A slip fires only near the wrong answer it names: within 1 % (or the exercise's own, if tighter)."""
+    rtol, _ = ex.tolerance
+    return min(rtol, 0.01) if rtol else 0.0
+
+
+def _named_slip(ex: Exercise, x: float) -> str | None:
+    """The message of the named slip (``slips={"name": message}``) whose sealed wrong value ``x`` is."""
+    names = [k for k in ex.slips if isinstance(k, str)]
+    if not names:
+        return None
+    from lectorch.exercises._seals import SLIPS
+
+    for name in names:
+        token = SLIPS.get(ex.id, {}).get(name)
+        if token and Sealed(token).matches(slip_id(ex.id, name), x):
+            return ex.slips[name]
+    return None
 
 
 def _factor_text(ratio: float) -> str:
@@ -609,11 +700,14 @@ def _factor_text(ratio: float) -> str:
         return "of the wrong sign" if ratio < 0 else "not the expected answer"
     factor = ratio if ratio >= 1 else 1 / ratio
     words = "too large" if ratio > 1 else "too small"
-    return f"{words} (by a factor of {factor:.2g})" if factor >= 1.1 else f"{words} (by {abs(ratio - 1):.1%})"
+    return f"{words} (by a factor of {factor:.2g})" if factor >= 1.1 else f"{words} (by {abs(ratio - 1):.2g} of it)"
 
 
 def _octave_text(d: int) -> str:
     """The factor an answer is off by, from its octave offset ``d`` (see ``Sealed.octaves_off``)."""
-    lo, hi = 2.0 ** (abs(d) - 1), 2.0 ** (abs(d) + 1)
+    q = STEPS_PER_OCTAVE
+    lo, about, hi = 2.0 ** ((abs(d) - 1) / q), 2.0 ** (abs(d) / q), 2.0 ** ((abs(d) + 1) / q)
     words = "too large" if d > 0 else "too small"
-    return f"{words} by a factor between {lo:g} and {hi:g}" if abs(d) > 1 else f"{words}, by less than a factor of 4"
+    if abs(d) == 1:
+        return f"{words}, by less than a factor of {hi:.2g}"
+    return f"{words} by a factor of about {about:.2g} (between {lo:.2g} and {hi:.2g})"

@@ -127,8 +127,10 @@ register(
         expected=Sealed.stored("backprop-time-ratio"),
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
-        slips={0.5: "the backward pass does more work than the forward pass, not less.",
-               1.5: "that counts the forward pass too; the question is backward over forward."},
+        slips={
+            "backward-pass-does": "as long as the forward pass: the backward pass of a layer does more matmuls than its forward.",
+            "counts-forward-pass": "that counts the forward pass too; the question is backward over forward.",
+        },
     )
 )
 
@@ -144,10 +146,12 @@ register(
               "own backward matmuls.",
               "The decoder's input h is an activation (its gradient is needed); the encoder's input x "
               "is data."),
-        slips={0.6: "that is the 6 × tokens × parameters rule; the rule assumes one use per parameter.",
-               1.2: "x is data: the encoder's input gradient is never computed.",
-               0.4: "that is the forward pass alone.",
-               0.8: "the decoder needs the gradient of its input h too, not only of W."},
+        slips={
+            "6-tokens-parameters": "that is the 6 × tokens × parameters rule; the rule assumes one use per parameter.",
+            "x-data-encoder": "x is data: the encoder's input gradient is never computed.",
+            "forward-pass-alone": "that is the forward pass alone.",
+            "decoder-needs-gradient": "the decoder needs the gradient of its input h too, not only of W.",
+        },
     )
 )
 

@@ -20,9 +20,9 @@ register(
         expected=Sealed.stored("device-gpu-bytes"),
         hint="elements × bytes per element; where the tensor lives does not change its size.",
         slips={
-            2.0: "float16 has 2 bytes per element, not 4.",
-            8.0: "count bytes, not bits.",
-            1 / 2**20: "the answer is in bytes, not MiB.",
+            "float16-2-bytes": "float16 has 2 bytes per element, not 4.",
+            "count-bytes-bits": "count bytes, not bits.",
+            "answer-bytes-mib": "the answer is in bytes, not MiB.",
         },
     )
 )
@@ -84,10 +84,11 @@ register(
         hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
               "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={
-            2.0: "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
-            8.0: "GB/s counts bytes: no factor of 8 for bits here.",
-            1000.0: "the answer is in seconds, not milliseconds.",
-            1 / 2: "half the physics: count 2 bytes per bf16 element.",
+            "twice-physics-bf16": "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
+            "gb-s-counts": "GB/s counts bytes: no factor of 8 for bits here.",
+            "answer-seconds-milliseconds": "the answer is in seconds, not milliseconds.",
+            "half-physics-count": ("half the physics: count 2 bytes per bf16 element, and 63 GB/s in one "
+                                   "direction (126 GB/s counts both directions of the link)."),
         },
     )
 )

@@ -103,12 +103,14 @@ register(
         expected=Sealed.stored("init-relu-depth"),
         hint=("Follow the second moment E[z²] (not the variance) of each layer's output: what does a "
               "ReLU do to it, and what does the next LeCun layer do?",),
-        slips={16.0: "the ReLUs matter: each one zeroes about half of its inputs.",
-               math.sqrt(2): "count the ReLUs between the input and the output: there are 8.",
-               1 / math.sqrt(2): "count the ReLUs between the input and the output: there are 8.",
-               1 / 16: "a ReLU halves the second moment, so the std shrinks by 1/√2 per ReLU, not by 1/2.",
-               0.2158: "a ReLU's output has a positive mean: the next layer's output variance is "
-                       "fan_in · std² · E[a²], the second moment of its input, not its variance."},
+        slips={
+            "relus-matter-each": "the ReLUs matter: each one zeroes about half of its inputs.",
+            "count-relus-between": "count the ReLUs between the input and the output: there are 8.",
+            "count-relus-between-2": "count the ReLUs between the input and the output: there are 8.",
+            "relu-halves-second": "a ReLU halves the second moment, so the std shrinks by 1/√2 per ReLU, not by 1/2.",
+            "relu-s-output": ("a ReLU's output has a positive mean: the next layer's output variance is fan_in · "
+                              "std² · E[a²], the second moment of its input, not its variance."),
+        },
     )
 )
 
@@ -179,8 +181,10 @@ register(
         expected=Sealed.stored("init-variant-params"),
         hint=("Count layer by layer: a linear layer from D_in to D_out with a bias has a D_in×D_out "
               "weight and D_out biases.",),
-        slips={0.9977253744: "that is the plain Cruncher; the variant has biases and a 10-way head.",
-               0.9999985905: "the head has biases too.",
-               0.9990244960: "the variant's head has 10 outputs."},
+        slips={
+            "plain-cruncher-variant": "that is the plain Cruncher; the variant has biases and a 10-way head.",
+            "head-biases-too": "the head has biases too.",
+            "variant-s-head": "the variant's head has 10 outputs.",
+        },
     )
 )

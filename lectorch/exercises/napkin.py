@@ -21,10 +21,11 @@ register(
         hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
               "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
-            0.5: "two weeks are 14 days: this looks like one week.",
-            2.0: "use the dense peak: the datasheet's bf16 figure assumes 2:4 sparsity.",
-            1 / 8: "there are 8 GPUs.",
-            1 / 86_400: "a day has 86 400 seconds.",
+            "two-weeks-14": ("that is half of it: one week instead of two (14 days), or a factor of 0.5 "
+                             "(an MFU?) where the question asks for the peak, MFU 1."),
+            "use-dense-peak": "use the dense peak: the datasheet's bf16 figure assumes 2:4 sparsity.",
+            "there-8-gpus": "there are 8 GPUs.",
+            "day-86-400": "a day has 86 400 seconds.",
         },
     )
 )
@@ -40,11 +41,11 @@ register(
               "a scale is one float32 (4 bytes) shared by a whole block: per parameter it costs "
               "4 / block size, once for each quantised tensor."),
         slips={
-            10 / 10.03125: "close: the per-block scales are missing.",
-            6.03125 / 10.03125: "the fp32 master copy of the weights is missing.",
-            16 / 10.03125: "that is AdamW with fp32 moments; here the moments take 8 bits each.",
-            10.015625 / 10.03125: "each of the two moments has its own blocks and its own scales.",
-            10.0078125 / 10.03125: "a scale is a float32: 4 bytes, not 1.",
+            "close-per-block": "close: the per-block scales are missing.",
+            "fp32-master-copy": "the fp32 master copy of the weights is missing.",
+            "adamw-with-fp32": "that is AdamW with fp32 moments; here the moments take 8 bits each.",
+            "each-two-moments": "each of the two moments has its own blocks and its own scales.",
+            "scale-float32-4": "a scale is a float32: 4 bytes, not 1.",
         },
     )
 )
@@ -60,13 +61,11 @@ register(
               "only the bf16 weights stay whole on every GPU; gradients, master weights and moments "
               "are split."),
         slips={
-            5e9 / 36056338028.169014: "that is one GPU with nothing sharded: each GPU keeps only 1/64 of "
-                                      "the sharded parts.",
-            3.2e11 / 36056338028.169014: "that shards everything (ZeRO stage 3): in stage 2 every GPU keeps "
-                                         "all the bf16 weights.",
-            19104477611.940296 / 36056338028.169014: "stage 2 shards the gradients too, not only the "
-                                                     "optimizer state.",
-            80e9 / 2.1875 / 36056338028.169014: "the gradients' share is missing.",
+            "one-gpu-with": "that is one GPU with nothing sharded: each GPU keeps only 1/64 of the sharded parts.",
+            "shards-everything-zero": ("that shards everything (ZeRO stage 3): in stage 2 every GPU keeps all the bf16 "
+                                       "weights."),
+            "stage-2-shards": "stage 2 shards the gradients too, not only the optimizer state.",
+            "gradients-share-missing": "the gradients' share is missing.",
         },
     )
 )

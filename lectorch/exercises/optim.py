@@ -20,10 +20,15 @@ import torch
 
 from lectorch import optim
 from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.exercises.refuse import refuse_subclass
 from lectorch.models import Cruncher
 
 # --- RMSProp, checked against torch.optim.RMSprop -------------------------------------------------
 RMSPROP_STEPS = 15
+#: fp32 arithmetic of the chapter's formula, written another way (out of place, another order),
+#: drifts from torch's by a few ulps per step: allow 64 ulps of float32 per step, relative and
+#: absolute (the parameters are of order 1)
+RMSPROP_TOL = RMSPROP_STEPS * 64 * torch.finfo(torch.float32).eps
 
 
 def optimizer_trainer(optimizer_class):
@@ -40,6 +45,7 @@ def optimizer_trainer(optimizer_class):
         if not (inspect.isclass(optimizer_class) and issubclass(optimizer_class, torch.optim.Optimizer)):
             raise TypeError("expected a class that subclasses torch.optim.Optimizer, got "
                             f"{type(optimizer_class).__name__}")
+        refuse_subclass(optimizer_class, ["torch.optim.RMSprop", "lectorch.optim.RMSProp"], "RMSProp")
         hyper = dict(lr=lr, alpha=alpha, eps=eps)
         _, model = optim.train_cruncher(optimizer_class, steps=RMSPROP_STEPS, **hyper)
         params = [p.detach().clone() for p in model.parameters()]
@@ -66,7 +72,7 @@ def _compare_rmsprop(got, hyper) -> str | None:
     ours, ref = got["params"], expected["params"]
     if len(ours) != len(ref) or not all(isinstance(a, torch.Tensor) and a.shape == b.shape for a, b in zip(ours, ref)):
         return "the trained model's parameters have the wrong number or shapes."
-    if not all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(ours, ref)):
+    if not all(torch.allclose(a, b, rtol=RMSPROP_TOL, atol=RMSPROP_TOL) for a, b in zip(ours, ref)):
         if all(torch.equal(a, b) for a, b in zip(ours, _start_params())):
             return ("the parameters never changed. Update them in place; `p = p - ...` only rebinds "
                     "a local name.")
@@ -107,7 +113,7 @@ register(
               "The average weighs the old value by alpha and the squared gradient by 1 - alpha; the "
               "step divides the gradient by (the root of the average) + eps."),
         compare=_compare_rmsprop,
-        cases=(rmsprop_case(1e-2, 0.99, 1e-8), rmsprop_case(3e-3, 0.9, 1e-6), rmsprop_case(0.05, 0.5, 1e-8)),
+        cases=(rmsprop_case(3e-3, 0.9, 1e-3), rmsprop_case(1e-2, 0.99, 1e-8), rmsprop_case(0.05, 0.5, 1e-8)),
         generate=random_rmsprop_cases,
         summary=("trains a Cruncher with your class and with torch.optim.RMSprop for 4 settings (1 random); "
                  "then checks the state's size and the closure"),
@@ -296,9 +302,12 @@ register(
               "is added and freed while backward runs the last layer?",
               "With B ≫ D the activations and their gradients dominate: count every B×D tensor alive "
               "at the worst moment."),
-        slips={0.7681: "that is every part added up as if all lived at once; at the worst moment of "
-                       "backward some activations are already freed, but the gradients of the "
-                       "activations, which that sum leaves out, are alive.",
-               0.2624: "that is the resting memory (parameters and batch): the step adds to it."},
+        slips={
+            "elements-not-bytes": "that looks like a count of elements: the question asks for bytes (4 per fp32 value).",
+            "every-part-added": ("that is every part added up as if all lived at once; at the worst moment of backward"
+                                 " some activations are already freed, but the gradients of the activations, which "
+                                 "that sum leaves out, are alive."),
+            "resting-memory-parameters": "that is the resting memory (parameters and batch): the step adds to it.",
+        },
     )
 )

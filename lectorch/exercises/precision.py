@@ -70,8 +70,8 @@ register(
               "bf16 keeps 8 significant bits (1 implicit + 7 stored); round to the nearest neighbour, and "
               "a tie goes to the neighbour whose last mantissa bit is 0 (round half to even)."),
         slips={
-            257 / 256: "bf16 cannot store 257 exactly: it has only 8 significant bits.",
-            258 / 256: "257 lies exactly halfway between two bf16 values: which way does a tie go?",
+            "bf16-cannot-store": "bf16 cannot store 257 exactly: it has only 8 significant bits.",
+            "257-lies-exactly": "257 lies exactly halfway between two bf16 values: which way does a tie go?",
         },
     )
 )
@@ -87,10 +87,12 @@ register(
               "the gap between bf16 neighbours in [2**k, 2**(k+1)) is 2**k × 2**-7: find the first interval "
               "where half the gap exceeds 0.01."),
         slips={
-            10 / 4: "that is the exact sum: bf16 rounds every partial sum, and the sum stops growing early.",
-            2 / 4: "in [2, 4) the gap is 2**-6 and half of it is below 0.01: the additions still round up.",
-            8 / 4: "at the value you predict, half the gap is already larger than 0.01.",
-            1 / 4: "1 + 0.001 stays 1 (the chapter), but 0.01 is ten times larger: it still moves 1.",
+            "exact-sum-bf16": ("that is the exact sum: bf16 rounds every partial sum, and the sum stops growing "
+                               "early."),
+            "2-4-gap": ("in [2, 4) the gap is 2**-6 and half of it is below 0.01: the additions still round "
+                        "up."),
+            "at-value-predict": "at the value you predict, half the gap is already larger than 0.01.",
+            "1-0-001": "1 + 0.001 stays 1 (the chapter), but 0.01 is ten times larger: it still moves 1.",
         },
     )
 )

@@ -6,7 +6,8 @@ runs, :func:`refusing` makes those routines raise :class:`RefusedShortcut`, whos
 the exercise asks for, and puts them back afterwards. It catches the routine under any name:
 
 - torch functions, ``torch.Tensor`` methods and properties are refused by identity in a
-  ``TorchFunctionMode`` (so ``F.log_softmax``, ``torch.log_softmax`` and ``x.log_softmax`` alike);
+  ``TorchFunctionMode``, however they are reached (name each form: ``torch.log_softmax``,
+  ``torch.Tensor.log_softmax`` and ``torch.nn.functional.log_softmax`` are three functions);
 - a class has its ``__init__`` and ``step``/``forward`` replaced, which also refuses subclasses
   that inherit them;
 - a Python function is replaced wherever a loaded module holds it (``from lectorch.train import
@@ -126,8 +127,13 @@ def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool 
                     inner = getattr(obj, part, None)
                     if inner is not None:
                         torch_refused[id(inner)] = name
-        with _Refuse(torch_refused, what, no_tensors):
-            yield
+        global _ACTIVE
+        _ACTIVE += 1
+        try:
+            with _Refuse(torch_refused, what, no_tensors):
+                yield
+        finally:
+            _ACTIVE -= 1
     finally:
         for owner, attr, original in reversed(undo):
             if isinstance(owner, types.ModuleType):
@@ -144,19 +150,27 @@ class _Missing:
 
 
 _MISSING = _Missing()
+_ACTIVE = 0  # how many ``refusing`` blocks are open (a checker's own reference runs outside them)
+
+
+def active() -> bool:
+    """True while a student's function runs under ``refusing``."""
+    return _ACTIVE > 0
 
 
 def refuse_subclass(cls: Any, bases: Iterable[str], what: str) -> None:
-    """Raise ``RefusedShortcut`` when class ``cls`` is, or derives from, one of ``bases`` (dotted names).
+    """Raise ``RefusedShortcut`` when class ``cls`` is, or derives from, one of ``bases`` (dotted
+    names), while a student's function is checked (``active()``).
 
-    >>> refuse_subclass(torch.optim.SGD, ["torch.optim.RMSprop"], "RMSProp")
     >>> class Mine(torch.optim.RMSprop): pass
-    >>> refuse_subclass(Mine, ["torch.optim.RMSprop"], "RMSProp")
+    >>> refuse_subclass(Mine, ["torch.optim.RMSprop"], "RMSProp")  # outside a check: allowed
+    >>> with refusing(no_tensors=False, names=["torch.optim.Adam"]):
+    ...     refuse_subclass(Mine, ["torch.optim.RMSprop"], "RMSProp")
     Traceback (most recent call last):
     ...
     lectorch.exercises.refuse.RefusedShortcut: this exercise asks you to write RMSProp yourself: your class derives from torch.optim.RMSprop; subclass torch.optim.Optimizer instead.
     """
-    if not inspect.isclass(cls):
+    if not inspect.isclass(cls) or not active():
         return
     for name in bases:
         base = resolve(name)

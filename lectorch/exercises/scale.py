@@ -105,7 +105,7 @@ register(
               "time, and how large are they next to the whole step's?",
               "the head (D × V) is not inside a checkpointed block: it is never recomputed, but "
               "its forward and backward are part of every step."),
-        summary=("judges your prediction against the FLOP ratio (within about ±2%) and compares "
+        summary=("judges your prediction against the FLOP ratio (within ±2 %) and compares "
                  "it with the step times measured on your machine"),
     )
 )
@@ -118,8 +118,10 @@ register(
         title="HFU of a 7B model at 1.0 M tokens/s on 64 H100 SXM, every layer recomputed",
         kind="value",
         expected=Sealed.stored("scale-hfu"),
-        slips={0.75: "it counts only the model's FLOPs; the hardware also runs the recomputation.",
-               0.5: "the 1979 TFLOP/s of the datasheet assumes 2:4 sparsity: use the dense peak."},
+        slips={
+            "counts-only-model": "it counts only the model's FLOPs; the hardware also runs the recomputation.",
+            "1979-tflop-s": "the 1979 TFLOP/s of the datasheet assumes 2:4 sparsity: use the dense peak.",
+        },
         hint=("HFU = FLOPs the hardware executes per second / peak FLOP/s of all the GPUs.",
               "with every layer recomputed a step costs one more forward pass: how many FLOPs "
               "per token and parameter is that?"),
@@ -134,9 +136,11 @@ register(
         title="bytes of a 70B model's weights in int4, groups of 64 with an fp16 scale and zero",
         kind="value",
         expected=Sealed.stored("scale-int4-bytes"),
-        slips={4.25 / 4.5: "each group stores two fp16 numbers, a scale and a zero point.",
-               4 / 4.5: "the groups' scales and zero points cost bytes too.",
-               8.0: "bits or bytes?"},
+        slips={
+            "each-group-stores": "each group stores two fp16 numbers, a scale and a zero point.",
+            "groups-scales-zero": "the groups' scales and zero points cost bytes too.",
+            "bits-or-bytes": "bits or bytes?",
+        },
         hint=("count bits per weight first: the 4 bits of the weight plus its share of its "
               "group's extra numbers.",),
     )

@@ -3,7 +3,7 @@
     python -m lectorch.exercises.seal EXERCISE_ID VALUE [--rtol R] [--atol A]
 
 prints ``Sealed("...")`` to paste as the exercise's ``expected``. VALUE is a Python literal
-(``16``, ``9.58e21``, ``(8, 1)``, ``{'i', 'k'}``).
+(``16``, ``1.5e9``, ``(8, 1)``, ``{'i', 'k'}``).
 
 >>> main(["doc-x", "16", "--rtol", "1e-6"]).startswith('Sealed("n|')
 True

@@ -88,9 +88,9 @@ register(
         hint=("where does y[0, 0] live? That is y's storage offset.",
               "a step in a slice multiplies that dim's stride; then offset + i·stride[0] + j·stride[1]."),
         slips={
-            0.6551724137931034: "you left out the storage offset: y[0, 0] is not at storage index 0.",
-            0.9310344827586207: "the slice 2::3 takes every third column: its stride is 3 × 1.",
-            0.8275862068965517: "row index 2 goes with stride[0], column index 1 with stride[1].",
+            "left-out-storage": "you left out the storage offset: y[0, 0] is not at storage index 0.",
+            "slice-2-3": "the slice 2::3 takes every third column: its stride is 3 × 1.",
+            "row-index-2": "row index 2 goes with stride[0], column index 1 with stride[1].",
         },
     )
 )
