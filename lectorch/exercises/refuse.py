@@ -30,6 +30,7 @@ torch.Size([2])
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import sys
@@ -52,6 +53,28 @@ def _message(name: str, what: str) -> str:
             "function is checked.")
 
 
+_SCAN: dict[str, bool] = {}  # module name -> may hold a student's alias (cached: scanning costs)
+_PREFIXES = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+
+
+def _modules_to_scan(owners: set[str]) -> list:
+    """The loaded modules where a Python function may sit under another name: lectorch's, the
+    notebook's (``__main__``), any module outside the Python installation (a student's own file),
+    and the functions' own modules (``owners``, e.g. ``torch.nn.utils`` for ``clip_grad_norm_``)."""
+    found = []
+    for mod_name, module in list(sys.modules.items()):
+        ok = _SCAN.get(mod_name)
+        if ok is None:
+            path = getattr(module, "__file__", None) or ""
+            ok = (mod_name == "__main__" or mod_name.startswith("lectorch")
+                  or bool(path) and not path.startswith(_PREFIXES))
+            _SCAN[mod_name] = ok
+        if ok or mod_name in owners:
+            found.append(module)
+    return found
+
+
+@functools.lru_cache(maxsize=None)  # failed imports of a dotted name's tail search the disk
 def resolve(name: str) -> Any:
     """The object a dotted ``name`` such as ``"torch.nn.functional.log_softmax"`` names.
 
@@ -101,6 +124,8 @@ def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool 
         yield
         return
     torch_refused: dict[int, str] = {}
+    functions: dict[int, tuple[Any, Any]] = {}  # id -> (the Python function, its raiser)
+    owners: set[str] = set()
     undo: list[tuple[Any, str, Any]] = []  # (owner, attribute, original or _MISSING)
     try:
         for name in names:
@@ -112,21 +137,24 @@ def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool 
                         setattr(obj, attr, _raiser(name, what))
             elif isinstance(obj, types.FunctionType):  # Python code: replaced under every name
                 torch_refused[id(obj)] = name  # (torch's own dispatch to the mode with itself)
-                fake = _raiser(name, what)
-                for module in list(sys.modules.values()):
-                    space = getattr(module, "__dict__", None)
-                    if not isinstance(space, dict):
-                        continue
-                    for attr, value in list(space.items()):
-                        if value is obj:
-                            undo.append((module, attr, value))
-                            space[attr] = fake
+                functions[id(obj)] = (obj, _raiser(name, what))
+                owners.update((obj.__module__ or "", name.rsplit(".", 1)[0]))
             else:  # a torch function, Tensor method or property: refused in the mode, by identity
                 torch_refused[id(obj)] = name
                 for part in ("__get__", "__wrapped__"):
                     inner = getattr(obj, part, None)
                     if inner is not None:
                         torch_refused[id(inner)] = name
+        if functions:  # one pass over the modules that may hold them, under any name
+            for module in _modules_to_scan(owners):
+                space = getattr(module, "__dict__", None)
+                if not isinstance(space, dict):
+                    continue
+                for attr, value in list(space.items()):
+                    hit = functions.get(id(value))
+                    if hit is not None and hit[0] is value:
+                        undo.append((module, attr, value))
+                        space[attr] = hit[1]
         global _ACTIVE
         _ACTIVE += 1
         try:
