@@ -399,6 +399,24 @@ def exercises() -> dict[str, Exercise]:
     return dict(_REGISTRY)
 
 
+def refused_names(ex: Exercise) -> tuple[str, ...]:
+    """What ``ex`` refuses while the student's function runs: its ``refuse`` list and, for a
+    function exercise, every function of its own exercise module (the case makers and references
+    there compute expected results, so calling one would hand in the checker's own answer), but
+    its runner and the debug snippets it lists in ``SNIPPETS`` (the buggy code as handed out)."""
+    names = list(ex.refuse)
+    topic = _ORIGIN.get(ex.id)
+    module = sys.modules.get(f"{__name__}.{topic}") if topic else None
+    if ex.kind == "function" and module is not None:
+        import types
+
+        names += sorted(f"{module.__name__}.{n}" for n, v in vars(module).items()
+                        if isinstance(v, types.FunctionType) and v.__module__ == module.__name__
+                        and v is not ex.runner  # the checker's own runner calls the answer
+                        and n not in getattr(module, "SNIPPETS", ()))  # the buggy code as given
+    return tuple(names)
+
+
 def refusals() -> dict[str, dict]:
     """Plain data of what each exercise refuses while the student's function runs (for a grader's
     sandbox, which can load ``refuse.py`` by path: it needs only the standard library and torch).
@@ -406,8 +424,9 @@ def refusals() -> dict[str, dict]:
     >>> refusals()["optim-adamw-step"]["what"]
     'the AdamW update'
     """
-    return {ex_id: {"names": list(ex.refuse), "what": ex.refuse_what or ex.title, "no_tensors": ex.no_tensors}
-            for ex_id, ex in exercises().items() if ex.refuse or ex.no_tensors}
+    return {ex_id: {"names": list(refused_names(ex)), "what": ex.refuse_what or ex.title,
+                    "no_tensors": ex.no_tensors}
+            for ex_id, ex in exercises().items() if refused_names(ex) or ex.no_tensors}
 
 
 def get_exercise(exercise_id: str) -> Exercise:
@@ -532,7 +551,7 @@ def run_case(answer: Callable, case: Case, exercise: Exercise | None = None) -> 
     import copy
 
     args, kwargs = materialize(copy.deepcopy(case.args)), materialize(copy.deepcopy(case.kwargs))
-    guard = refusing(exercise.refuse, exercise.refuse_what or exercise.title,
+    guard = refusing(refused_names(exercise), exercise.refuse_what or exercise.title,
                      no_tensors=exercise.no_tensors) if exercise is not None else contextlib.nullcontext()
     try:
         with guard:

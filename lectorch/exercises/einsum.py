@@ -135,6 +135,8 @@ register(
         id="einsum-gqa-scores",
         title="gqa_scores(q, k): attention scores of grouped-query attention",
         kind="function",
+        refuse_what="the grouped-query scores",
+        refuse=("lectorch.backprop.attention", "torch.nn.functional.scaled_dot_product_attention"),
         hint=(("name a group dimension: split the query heads into (kv_heads group) with rearrange, "
               "so each key head meets its own group of query heads in one einsum."),
               ("consecutive query heads share a key head: in '(kv group)' the group varies fastest. "

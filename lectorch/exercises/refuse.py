@@ -108,6 +108,26 @@ class _Refuse(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+_RAISER = compile("def refused(*args, **kwargs):\n"
+                  "    raise __import__('lectorch.exercises.refuse', fromlist=['_'])"
+                  ".refusal(__import__('sys')._getframe().f_code)\n", "<refused>", "exec")
+_RAISER_CODE = next(c for c in _RAISER.co_consts if isinstance(c, types.CodeType))
+_MESSAGES: dict[types.CodeType, str] = {}
+
+
+def _refusing_code(fn: types.FunctionType, message: str) -> types.CodeType:
+    """A code object for ``fn`` that raises ``RefusedShortcut(message)`` (its own, by name)."""
+    code = _RAISER_CODE.replace(co_name=fn.__name__, co_qualname=f"{fn.__qualname__} (refused)",
+                                co_filename=f"<refused {fn.__module__}.{fn.__qualname__}>")
+    _MESSAGES[code] = message
+    return code
+
+
+def refusal(code: types.CodeType) -> RefusedShortcut:
+    """The error a swapped-out function raises (called from its refusing code)."""
+    return RefusedShortcut(_MESSAGES.get(code, "this routine is switched off while your function is checked."))
+
+
 def _raiser(name: str, what: str):
     def refused(*args, **kwargs):
         raise RefusedShortcut(_message(name, what))
@@ -135,8 +155,14 @@ def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool 
                     if attr == "__init__" or attr in vars(obj):
                         undo.append((obj, attr, vars(obj).get(attr, _MISSING)))
                         setattr(obj, attr, _raiser(name, what))
-            elif isinstance(obj, types.FunctionType):  # Python code: replaced under every name
+            elif isinstance(obj, types.FunctionType) and obj.__closure__ is None:
+                # its code is swapped, which refuses it under every name (a reference held
+                # anywhere, a partial, a default argument), then put back
                 torch_refused[id(obj)] = name  # (torch's own dispatch to the mode with itself)
+                undo.append((obj, "__code__", obj.__code__))
+                obj.__code__ = _refusing_code(obj, _message(name, what))
+            elif isinstance(obj, types.FunctionType):  # a closure: replaced wherever a module holds it
+                torch_refused[id(obj)] = name
                 functions[id(obj)] = (obj, _raiser(name, what))
                 owners.update((obj.__module__ or "", name.rsplit(".", 1)[0]))
             else:  # a torch function, Tensor method or property: refused in the mode, by identity

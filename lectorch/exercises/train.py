@@ -300,6 +300,10 @@ register(
 VOCAB, DIM, CONTEXT, BATCH = 64, 16, 16, 8
 
 
+#: the debug snippets as the student receives them (buggy): not refused while a check runs
+SNIPPETS = ("train_with_restart",)
+
+
 def train_with_restart(tokens, num_steps, crash_at=None):
     """The snippet of ``train-resume``, as the student receives it (its checkpoint misses state).
 
