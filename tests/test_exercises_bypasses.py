@@ -310,3 +310,13 @@ def test_debug_exercise_shows_the_code_to_fix(chapter, page, stub):
     assert any(first in b for b in blocks), f"{chapter}: the page does not show {first!r}"
     if chapter.startswith("09_"):  # the page shows the student's code itself (one source: the stub)
         assert any(b.strip() == stub.strip() for b in blocks)
+
+
+def test_seals_are_in_step_with_grading(tmp_path):
+    import runpy
+
+    from lectorch.exercises import _seals
+    from lectorch.exercises.seal import write_seals
+
+    fresh = runpy.run_path(str(write_seals(path=tmp_path / "seals.py")))
+    assert fresh["SEALS"] == _seals.SEALS and fresh["SLIPS"] == _seals.SLIPS
