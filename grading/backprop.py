@@ -53,3 +53,17 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
                 ex.skip_case(101, 8, 4, 1, "one output"),
                 *ex.random_skip_cases(rng, 5)]
     return []
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "backprop-time-ratio": {
+        "backward-pass-does": 1.0,
+        "counts-forward-pass": 3.0,
+    },
+    "backprop-tied-flops": {
+        "6-tokens-parameters": 25165824.0,
+        "x-data-encoder": 50331648.0,
+        "forward-pass-alone": 16777216.0,
+        "decoder-needs-gradient": 33554432.0,
+    },
+}

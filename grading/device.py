@@ -73,3 +73,18 @@ def _streams(rng: random.Random) -> list[Case]:
 
 
 HIDDEN = {"device-allocated-peak": _events, "device-timing-debug": _streams}
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "device-gpu-bytes": {
+        "float16-2-bytes": 4194304.0,
+        "count-bytes-bits": 16777216.0,
+        "answer-bytes-mib": 2.0,
+    },
+    "device-h2d-seconds": {
+        "twice-physics-bf16": 0.00851968,
+        "gb-s-counts": 0.03407872,
+        "answer-seconds-milliseconds": 4.25984,
+        "half-physics-count": 0.00212992,
+    },
+}

@@ -66,3 +66,15 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
                 ex.center_case((2, 5, 5), "seq == hidden", seed=12),
                 *ex.random_center_cases(rng, 3)]
     return []
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "einsum-layer-crossover": {
+        "k-v-project": 29696.0,
+        "swiglu-mlp-three": 19456.0,
+        "standard-layer-with": 24576.0,
+        "mlp-14336-wide": 21504.0,
+        "mixing-einsum-weights": 53248.0,
+        "grouped-query-attention": 106496.0,
+    },
+}

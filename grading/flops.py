@@ -41,3 +41,11 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
         return [ex.timer_case(0.005, "two cold calls, hiccup at call 4", cold=2, hiccup=4),
                 *ex.random_timer_cases(rng, 1)]
     return []
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "flops-time-ratio": {
+        "ratio-bytes-moved": 4.0,
+        "upside-down-larger": 0.125,
+    },
+}

@@ -53,3 +53,19 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
 
 if __name__ == "__main__":
     print(EXPECTED, torch.__version__)
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "init-relu-depth": {
+        "relus-matter-each": 1.0,
+        "count-relus-between": 0.08838834764831845,
+        "count-relus-between-2": 0.044194173824159216,
+        "relu-halves-second": 0.00390625,
+        "relu-s-output": 0.0134875,
+    },
+    "init-variant-params": {
+        "plain-cruncher-variant": 7078655.999940873,
+        "head-biases-too": 7094783.999887857,
+        "variant-s-head": 7087873.000073824,
+    },
+}

@@ -30,7 +30,7 @@ EXPECTED = {
 
 def gpus_needed(params, tokens, days, peak_flops_per_s, mfu):
     """The reference solution: the smallest whole number of GPUs that finishes in ``days``."""
-    one_gpu_days = napkin.training_days(params, tokens, num_gpus=1, mfu=mfu, peak_flops_per_s=peak_flops_per_s)
+    one_gpu_days = 6 * params * tokens / (peak_flops_per_s * mfu) / napkin.SECONDS_PER_DAY
     return max(1, math.ceil(one_gpu_days / days - 1e-9))
 
 
@@ -49,3 +49,26 @@ def _gpus_cases(rng: random.Random) -> list[Case]:
 
 
 HIDDEN = {"napkin-gpus-needed": _gpus_cases}
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "napkin-two-weeks": {
+        "two-weeks-14": 4.7875968e+21,
+        "use-dense-peak": 1.91503872e+22,
+        "there-8-gpus": 1.1968992e+21,
+        "day-86-400": 1.10824e+17,
+    },
+    "napkin-8bit-adam-bytes": {
+        "close-per-block": 10.0,
+        "fp32-master-copy": 6.03125,
+        "adamw-with-fp32": 16.0,
+        "each-two-moments": 10.015625,
+        "scale-float32-4": 10.0078125,
+    },
+    "napkin-zero2-params": {
+        "one-gpu-with": 5000000000.0,
+        "shards-everything-zero": 320000000000.0,
+        "stage-2-shards": 19104477611.940296,
+        "gradients-share-missing": 36571428571.42858,
+    },
+}

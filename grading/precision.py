@@ -65,3 +65,17 @@ def _logit_cases(rng: random.Random) -> list[Case]:
 
 
 HIDDEN = {"precision-tensor-bytes": _tensor_cases, "precision-log-softmax": _logit_cases}
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "precision-bf16-257": {
+        "bf16-cannot-store": 257.0,
+        "257-lies-exactly": 258.0,
+    },
+    "precision-bf16-stall": {
+        "exact-sum-bf16": 10.0,
+        "2-4-gap": 2.0,
+        "at-value-predict": 8.0,
+        "1-0-001": 1.0,
+    },
+}

@@ -43,3 +43,16 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
                 ex.saved_case(4, 2048, 4096, 32, 128_256, True, "a Llama-sized stack, checkpointed"),
                 *ex.random_saved_cases(rng, 3)]
     return []
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "scale-hfu": {
+        "counts-only-model": 0.6632137443153108,
+        "1979-tflop-s": 0.4421424962102072,
+    },
+    "scale-int4-bytes": {
+        "each-group-stores": 37187500000.0,
+        "groups-scales-zero": 35000000000.0,
+        "bits-or-bytes": 315000000000.0,
+    },
+}

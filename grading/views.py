@@ -48,3 +48,12 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
                 ex.merge_case((2, 3, 4, 2), "a non-contiguous input", seed=12, transposed_input=True),
                 *ex.random_merge_cases(rng, 3)]
     return []
+
+#: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
+SLIPS = {
+    "views-storage-index": {
+        "left-out-storage": 19.0,
+        "slice-2-3": 27.0,
+        "row-index-2": 24.0,
+    },
+}

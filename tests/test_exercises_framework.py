@@ -48,9 +48,9 @@ def test_value_outcomes_and_graded_hints(fixture_exercises):
     assert check("t-value", 9.58e21 * (1 + 5e-4)).passed
     assert check("t-value", ...).status == "not implemented"
     first = check("t-value", 3e21)
-    assert first.status == "failed" and "order of magnitude" in first.message and "Hint" not in first.message
+    assert first.status == "failed" and "factor of about 3" in first.message and "Hint" not in first.message
     second = check("t-value", 3e18)
-    assert "factor of ten" in second.message and "first nudge" in second.message
+    assert "factor of about 3" in second.message and "first nudge" in second.message
     third = check("t-value", 1.0)
     assert "second nudge" in third.message
     assert "second nudge" in check("t-value", 2.0).message  # the last nudge repeats
@@ -109,7 +109,7 @@ def test_prediction_reports_the_measurement(fixture_exercises):
     ok = check("t-predict", 2.2e-3, measured=2.6e-3)
     assert ok.passed and "(measured on this machine: 0.0026, 1.2× your prediction)" in ok.message
     bad = check("t-predict", 2e-1, measured=2.6e-3)
-    assert bad.status == "failed" and "measured on this machine" in bad.message
+    assert bad.status == "failed" and "measured" not in bad.message and "0.0026" not in bad.message
     assert check("t-predict", 2e-3).passed  # the measurement is optional
 
 
@@ -191,7 +191,7 @@ def test_result_prints_one_line_and_carries_a_summary(fixture_exercises):
     assert repr(result).startswith("✅ [t-value] Correct")
     bundle = result._repr_mimebundle_()
     assert bundle["text/plain"] == repr(result)
-    assert bundle[CHECK_MIME] == {"exercise": "t-value", "summary": "checks your value (to the precision of a float)"}
+    assert bundle[CHECK_MIME] == {"exercise": "t-value", "summary": "checks your value (within ±0.1 % of the answer)"}
     assert "Correct" not in bundle[CHECK_MIME]["summary"]
 
 

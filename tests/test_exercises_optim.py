@@ -99,9 +99,59 @@ class _SumNotAverage(_NoClosure):  # AdaGrad's sum instead of RMSProp's moving a
         return loss
 
 
+class _RMSProp(_Stub):
+    """The chapter's formula, in place."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                s = self.state[p].setdefault("square_avg", torch.zeros_like(p))
+                s.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
+                p.addcdiv_(p.grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
+        return loss
+
+
+class _OutOfPlaceRMSProp(_RMSProp):
+    """The same formula written out of place, another order of operations (fp32 rounding differs)."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            a, lr, eps = group["alpha"], group["lr"], group["eps"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                s = a * state.get("square_avg", torch.zeros_like(p)) + (1 - a) * p.grad ** 2
+                state["square_avg"] = s
+                p.copy_(p - lr * (p.grad / (torch.sqrt(s) + eps)))
+        return loss
+
+
 def test_rmsprop_reference_passes():
-    assert check("optim-rmsprop", optimizer_trainer(optim.RMSProp)).passed
-    _passes_hidden("optim-rmsprop", optimizer_trainer(optim.RMSProp))
+    assert check("optim-rmsprop", optimizer_trainer(_RMSProp)).passed
+    _passes_hidden("optim-rmsprop", optimizer_trainer(_RMSProp))
+    assert check("optim-rmsprop", optimizer_trainer(_OutOfPlaceRMSProp)).passed
+
+
+def test_rmsprop_bypasses_are_refused():
+    class Mine(torch.optim.RMSprop):
+        pass
+
+    for bypass in (optim.RMSProp, torch.optim.RMSprop, Mine):
+        result = check("optim-rmsprop", optimizer_trainer(bypass))
+        assert result.status == "failed" and "asks you to write RMSProp yourself" in result.message, result
 
 
 @pytest.mark.parametrize("wrong, words", [

@@ -32,7 +32,9 @@ def grading():
 
 # --- reference solutions --------------------------------------------------------------------------
 def transposed_strides(shape, dim0, dim1):
-    strides = list(contiguous_strides(shape))
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):  # each stride: the product of the sizes to its right
+        strides[i] = strides[i + 1] * shape[i + 1]
     strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
     return tuple(strides)
 
@@ -89,9 +91,11 @@ def test_hidden_cases_pass_the_reference_and_reject_the_bug():
     "exercise, answer, message",
     [
         # transposed strides: no swap, the strides of the transposed shape as if fresh, garbage
-        ("views-transpose-strides", lambda s, a, b: contiguous_strides(s), "wrong order"),
+        ("views-transpose-strides", lambda s, a, b: transposed_strides(s, 0, 0), "wrong order"),
+        ("views-transpose-strides", lambda s, a, b: transposed_strides(s, a, b)[::-1], "wrong order"),
+        ("views-transpose-strides", lambda s, a, b: contiguous_strides(s), "yourself"),
         ("views-transpose-strides",
-         lambda s, a, b: contiguous_strides(torch.empty(s).transpose(a, b).shape), "wrong order"),
+         lambda s, a, b: torch.empty(s, device="meta").transpose(a, b).stride(), "without creating a tensor"),
         ("views-transpose-strides", lambda s, a, b: [1] * len(s), "not the strides"),
         ("views-transpose-strides", lambda s, a, b: "strides", "tuple of ints"),
         ("views-storage-index", 19, "storage offset"),

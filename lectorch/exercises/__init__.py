@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 import torch
+
+from lectorch.exercises.refuse import RefusedShortcut, refusing
 
 #: When this environment variable names a file, every check appends its result there as a JSON
 #: line. It is a convenience log for the student only: the grader never trusts it.
@@ -77,40 +80,74 @@ def _digest(salt: str, text: str) -> str:
     return hashlib.sha256(f"lectorch|{salt}|{text}".encode()).hexdigest()[:24]
 
 
-def _bin_width(rtol: float) -> float:
-    # math.isclose accepts |x - e| <= rtol·max(|x|, |e|), i.e. |log x - log e| <= -log(1 - rtol)
-    return -math.log1p(-rtol) if rtol < 1 else math.log1p(rtol)
+#: bins per tolerance: the practice check agrees with the exact interval except within
+#: 1/BINS_PER_TOLERANCE of the tolerance from an edge of it
+BINS_PER_TOLERANCE = 8
 
 
-def _bins(value: float, rtol: float, atol: float) -> list[str]:
-    """The tolerance bin of ``value`` and its two neighbours (any value within tolerance shares one)."""
+def within(x: float, expected: float, rtol: float, atol: float) -> bool:
+    """The accepted interval of every exercise: ``|x - expected| <= max(rtol·|expected|, atol)``
+    (``rtol=0.25`` accepts 6 to 10 for 8; the page states it as "within ±25 %").
+
+    >>> within(10.0, 8, 0.25, 0), within(10.1, 8, 0.25, 0)
+    (True, False)
+    """
+    return abs(x - expected) <= max(rtol * abs(expected), atol)
+
+
+def _log_width(rtol: float) -> float:
+    # at most 0.4 % wide, so a value 1 % outside the interval is refused by the practice check too
+    return min(math.log1p(rtol) / BINS_PER_TOLERANCE, math.log(1.004))
+
+
+def _bin_of(value: float, rtol: float, atol: float) -> str:
+    """The fine bin of ``value`` (log-spaced for a relative tolerance, linear for an absolute one)."""
     if rtol > 0 and value != 0:
         sign = "+" if value > 0 else "-"
-        b = math.floor(math.log(abs(value)) / _bin_width(rtol))
-        return [f"r{sign}{b + d}" for d in (0, -1, 1)]
+        return f"r{sign}{math.floor(math.log(abs(value)) / _log_width(rtol))}"
     if atol > 0:
-        b = math.floor(value / atol)
-        return [f"a{b + d}" for d in (0, -1, 1)]
+        return f"a{math.floor(value / (atol / BINS_PER_TOLERANCE))}"
+    return f"x{float(value)!r}"
+
+
+def _accepted_bins(value: float, rtol: float, atol: float) -> list[str]:
+    """Every fine bin that meets the accepted interval of ``value``."""
+    if rtol > 0 and value != 0:
+        lo, hi = abs(value) * max(1 - rtol, 1e-300), abs(value) * (1 + rtol)
+        sign = "+" if value > 0 else "-"
+        width = _log_width(rtol)
+        first, last = math.floor(math.log(lo) / width), math.floor(math.log(hi) / width)
+        if last - first > 400:
+            raise ValueError(f"rtol={rtol} is too wide to seal; use rtol < 0.99")
+        return [f"r{sign}{b}" for b in range(first, last + 1)]
+    if atol > 0:
+        width = atol / BINS_PER_TOLERANCE
+        return [f"a{b}" for b in range(math.floor((value - atol) / width), math.floor((value + atol) / width) + 1)]
     return [f"x{float(value)!r}"]
 
 
-def _decade(value: float) -> str:
+#: "how far off" resolution: quarters of an octave (factors of 2**0.25 ≈ 1.19)
+STEPS_PER_OCTAVE = 4
+
+
+def _octave(value: float) -> str:
     if value == 0:
         return "0"
-    return ("+" if value > 0 else "-") + str(math.floor(math.log10(abs(value))))
+    return ("+" if value > 0 else "-") + str(math.floor(STEPS_PER_OCTAVE * math.log2(abs(value))))
 
 
 @dataclass(frozen=True)
 class Sealed:
     """An expected answer that the package can check but does not reveal.
 
-    ``token`` holds the tolerances in clear and salted hashes of the answer's tolerance bin and of
-    its order of magnitude. Make one with ``of`` (or ``python -m lectorch.exercises.seal``).
+    ``token`` holds the tolerances in clear, salted hashes of the fine bins that meet the accepted
+    interval (``within``), and a salted hash of the answer's octave (its power of two, for "how far
+    off" feedback). Make one with ``of`` (or ``python -m lectorch.exercises.seal``).
 
-    >>> s = Sealed.of("doc-seal", 16, rtol=1e-6)
-    >>> s.matches("doc-seal", 16.000001), s.matches("doc-seal", 12)
+    >>> s = Sealed.of("doc-seal", 12, rtol=1e-6)
+    >>> s.matches("doc-seal", 12.000001), s.matches("doc-seal", 9)
     (True, False)
-    >>> "16" in s.token
+    >>> "12.0" in s.token  # tolerances and salted hashes only
     False
     """
 
@@ -125,10 +162,19 @@ class Sealed:
             value = float(value)
             if not math.isfinite(value):
                 raise ValueError(f"cannot seal a non-finite value ({value}) for {exercise_id!r}")
-            return Sealed(f"n|{rtol!r}|{atol!r}|{_digest(exercise_id, _bins(value, rtol, atol)[0])}"
-                          f"|{_digest(exercise_id + '#decade', _decade(value))}")
+            bins = sorted(_digest(exercise_id, b)[:12] for b in _accepted_bins(value, rtol, atol))
+            return Sealed(f"n|{rtol!r}|{atol!r}|{','.join(bins)}"
+                          f"|{_digest(exercise_id + '#octave', _octave(value))}")
         text = json.dumps(_canonical(value), sort_keys=True)
         return Sealed(f"x|0|0|{_digest(exercise_id, text)}|")
+
+    @staticmethod
+    def stored(exercise_id: str) -> "Sealed":
+        """The seal of ``exercise_id`` kept in ``lectorch/exercises/_seals.py`` (written by
+        ``python -m lectorch.exercises.seal --write``)."""
+        from lectorch.exercises._seals import SEALS
+
+        return Sealed(SEALS[exercise_id])
 
     @property
     def numeric(self) -> bool:
@@ -143,25 +189,32 @@ class Sealed:
         return float(self.token.split("|")[2])
 
     def matches(self, exercise_id: str, answer: Any) -> bool:
-        """True when ``answer`` is within the sealed tolerance of the expected value."""
-        _, rtol, atol, digest, _ = self.token.split("|")
+        """True when ``answer`` is within the sealed tolerance of the expected value (exactly so,
+        except within one fine bin of an edge of the interval)."""
+        _, rtol, atol, digests, _ = self.token.split("|")
         if not self.numeric:
             try:
                 text = json.dumps(_canonical(answer), sort_keys=True)
             except TypeError:
                 return False
-            return _digest(exercise_id, text) == digest
+            return _digest(exercise_id, text) == digests
         x = _as_real(answer)
         if x is None or not math.isfinite(x):
             return False
-        return any(_digest(exercise_id, b) == digest for b in _bins(x, float(rtol), float(atol)))
+        return _digest(exercise_id, _bin_of(x, float(rtol), float(atol)))[:12] in digests.split(",")
 
-    def same_decade(self, exercise_id: str, answer: Any) -> bool:
-        """True when ``answer`` has the expected value's sign and order of magnitude."""
+    def octaves_off(self, exercise_id: str, answer: Any, *, span: int = 64 * STEPS_PER_OCTAVE) -> int | None:
+        """``d`` such that ``answer / expected`` lies between ``2**((d-1)/4)`` and ``2**((d+1)/4)``
+        (quarter octaves; None when the sign differs or it is further than ``span`` quarters)."""
         x = _as_real(answer)
-        if not self.numeric or x is None or not math.isfinite(x):
-            return False
-        return _digest(exercise_id + "#decade", _decade(x)) == self.token.split("|")[4]
+        if not self.numeric or x is None or not math.isfinite(x) or x == 0:
+            return None
+        stored = self.token.split("|")[4]
+        sign, own = ("+" if x > 0 else "-"), math.floor(STEPS_PER_OCTAVE * math.log2(abs(x)))
+        for d in sorted(range(-span, span + 1), key=abs):
+            if _digest(exercise_id + "#octave", f"{sign}{own - d}") == stored:
+                return d
+        return None
 
 
 def _as_real(value: Any) -> float | None:
@@ -205,9 +258,17 @@ class Exercise:
     ``kind``: "value" (one sealed value), "prediction" (a sealed physics answer; the check may pass
     the measurement too) or "function" (public example ``cases`` plus randomised cases from
     ``generate(rng)``). ``hint``: one nudge or a tuple of nudges, shown from the second failure on.
-    ``slips`` maps a ratio answer/expected to the mistake it reveals, e.g. ``{0.5: "one week?"}``.
+    ``slips`` maps a ratio answer/expected to the mistake it reveals, e.g. ``{0.5: "one week?"}``;
+    for a sealed answer it maps a slip's name to its message, and the wrong value it names is
+    sealed in ``_seals.SLIPS`` (plain in ``grading/<topic>.py``'s ``SLIPS``), so no ratio gives the
+    answer away.
     ``compare(got, expected)`` replaces the default comparison; it returns None when equal, else a
     message. ``summary`` is what the static book shows in place of a result (derived if empty).
+    ``runner(answer, args, kwargs)`` replaces the plain call of a function answer and returns what
+    ``compare`` judges (e.g. the returned value with the calls made on a simulated device).
+    ``refuse`` names the library routines (dotted paths) that do what the exercise asks the student
+    to write: they raise while the student's function runs (``refuse.refusing``), with a message
+    naming ``refuse_what``; ``no_tensors`` refuses every torch call ("without creating a tensor").
     """
 
     id: str
@@ -219,9 +280,21 @@ class Exercise:
     generate: Callable[[random.Random], list[Case]] | None = None
     rtol: float = 1e-6
     atol: float = 0.0
-    slips: dict[float, str] = field(default_factory=dict)
+    slips: dict[float | str, str] = field(default_factory=dict)
     compare: Callable[[Any, Any], str | None] | None = None
     summary: str = ""
+    refuse: tuple[str, ...] = ()
+    refuse_what: str = ""
+    no_tensors: bool = False
+    runner: Callable[[Callable, tuple, dict], Any] | None = None
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """(rtol, atol) of the exercise: its seal's for a sealed number, else ``rtol``/``atol``.
+        The practice check, the seal and the grader all use these (``within``)."""
+        if isinstance(self.expected, Sealed) and self.expected.numeric:
+            return self.expected.rtol, self.expected.atol
+        return self.rtol, self.atol
 
     @property
     def hints(self) -> tuple[str, ...]:
@@ -243,10 +316,14 @@ class Exercise:
 
 
 def _tolerance_text(expected: Any) -> str:
+    """The accepted interval in words, as the page states it."""
     if isinstance(expected, Sealed) and expected.numeric:
         if expected.rtol:
-            return f"within about ±{expected.rtol:.0%}" if expected.rtol >= 0.01 else "to the precision of a float"
-        return f"within ±{expected.atol:g}"
+            if expected.rtol >= 0.001:
+                return f"within ±{expected.rtol * 100:.3g} % of the answer"
+            return "exactly, up to rounding" if expected.rtol <= 1e-6 else f"within ±{expected.rtol:.1g} (relative)"
+        if expected.atol:
+            return f"within ±{expected.atol:g}"
     return "exactly"
 
 
@@ -278,7 +355,7 @@ _REGISTRY: dict[str, Exercise] = {}
 _LOADED = False
 _FAILURES: dict[str, int] = {}
 _ORIGIN: dict[str, str] = {}
-_NOT_CHAPTERS = {"seal"}
+_NOT_CHAPTERS = {"seal", "refuse"}
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -322,6 +399,36 @@ def exercises() -> dict[str, Exercise]:
     return dict(_REGISTRY)
 
 
+def refused_names(ex: Exercise) -> tuple[str, ...]:
+    """What ``ex`` refuses while the student's function runs: its ``refuse`` list and, for a
+    function exercise, every function of its own exercise module (the case makers and references
+    there compute expected results, so calling one would hand in the checker's own answer), but
+    its runner and the debug snippets it lists in ``SNIPPETS`` (the buggy code as handed out)."""
+    names = list(ex.refuse)
+    topic = _ORIGIN.get(ex.id)
+    module = sys.modules.get(f"{__name__}.{topic}") if topic else None
+    if ex.kind == "function" and module is not None:
+        import types
+
+        names += sorted(f"{module.__name__}.{n}" for n, v in vars(module).items()
+                        if isinstance(v, types.FunctionType) and v.__module__ == module.__name__
+                        and v is not ex.runner  # the checker's own runner calls the answer
+                        and n not in getattr(module, "SNIPPETS", ()))  # the buggy code as given
+    return tuple(names)
+
+
+def refusals() -> dict[str, dict]:
+    """Plain data of what each exercise refuses while the student's function runs (for a grader's
+    sandbox, which can load ``refuse.py`` by path: it needs only the standard library and torch).
+
+    >>> refusals()["optim-adamw-step"]["what"]
+    'the AdamW update'
+    """
+    return {ex_id: {"names": list(refused_names(ex)), "what": ex.refuse_what or ex.title,
+                    "no_tensors": ex.no_tensors}
+            for ex_id, ex in exercises().items() if refused_names(ex) or ex.no_tensors}
+
+
 def get_exercise(exercise_id: str) -> Exercise:
     """The exercise registered under ``exercise_id``."""
     if exercise_id not in _REGISTRY:
@@ -345,8 +452,10 @@ def reset_attempts(exercise_id: str | None = None) -> None:
     """Forget earlier failures (of one exercise, or of all), so the next failure is a 'first' one."""
     if exercise_id is None:
         _FAILURES.clear()
+        _PREDICTED.clear()
     else:
         _FAILURES.pop(exercise_id, None)
+        _PREDICTED.pop(exercise_id, None)
 
 
 def _not_done(answer: Any) -> bool:
@@ -378,12 +487,16 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
     if _not_done(answer):
         return CheckResult(ex.id, "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again.")
     if ex.kind in ("value", "prediction"):
+        if ex.kind == "prediction":
+            _PREDICTED[ex.id] = answer  # the measurement may be shown now (``after_prediction``)
         problem = compare(ex, answer, ex.expected)
-        tail = _measured_text(answer, measured) if ex.kind == "prediction" else ""
         if problem is None:
+            # the measurement is compared with a prediction only once it is right: a failure
+            # never shows a number to copy
+            tail = _measured_text(answer, measured) if ex.kind == "prediction" else ""
             what = "your prediction agrees with the physics" if ex.kind == "prediction" else ex.title
             return CheckResult(ex.id, "passed", f"Correct: {what}.{tail}")
-        return CheckResult(ex.id, "failed", f"{problem}{tail}")
+        return CheckResult(ex.id, "failed", problem)
     if not callable(answer):
         return CheckResult(ex.id, "failed", f"Expected a function, got {type(answer).__name__}.")
     cases = list(ex.cases)
@@ -391,17 +504,22 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
         cases += list(ex.generate(random.Random(f"{ex.id}:{_FAILURES.get(ex.id, 0)}")))
     for i, case in enumerate(cases, start=1):
         where = f"Case {i} of {len(cases)}" + (f" ({case.description})" if case.description else "")
-        outcome = run_case(answer, case)
+        outcome = run_case(answer, case, ex)
         if outcome[0] == "not implemented":
             return CheckResult(ex.id, "not implemented", outcome[1])
         if outcome[0] == "raised":
-            if case.raises is not None and isinstance(outcome[1], case.raises):
-                continue
             err = outcome[1]
+            if isinstance(err, RefusedShortcut):
+                return CheckResult(ex.id, "failed", f"{where}: {err}")
+            if case.raises is not None and isinstance(err, case.raises):
+                continue
             return CheckResult(ex.id, "error", f"{where}: your function raised {type(err).__name__}: {err}.")
         got = outcome[1]
         if case.raises is not None:
             return CheckResult(ex.id, "failed", f"{where}: expected an error ({case.raises.__name__}) for this input, but your function returned {_short(got)}.")
+        if ex.runner is not None and isinstance(got, dict) and "returned" in got:
+            if got["returned"] is ... or got["returned"] is None:
+                return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got['returned']!r}.")
         if got is ... or (got is None and case.expected is not None):
             return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got!r}.")
         problem = compare(ex, got, case.expected)
@@ -424,21 +542,62 @@ def materialize(value: Any) -> Any:
     return value
 
 
-def run_case(answer: Callable, case: Case) -> tuple[str, Any]:
+def run_case(answer: Callable, case: Case, exercise: Exercise | None = None) -> tuple[str, Any]:
     """Call ``answer`` on ``case``: ("returned", value), ("raised", error) or ("not implemented", msg).
 
     Arguments are deep-copied (tensors cloned) so an answer that mutates its inputs cannot change
-    the case for the next call.
+    the case for the next call. With ``exercise``, the routines it refuses raise during the call.
     """
     import copy
 
     args, kwargs = materialize(copy.deepcopy(case.args)), materialize(copy.deepcopy(case.kwargs))
+    guard = refusing(refused_names(exercise), exercise.refuse_what or exercise.title,
+                     no_tensors=exercise.no_tensors) if exercise is not None else contextlib.nullcontext()
     try:
-        return "returned", answer(*args, **kwargs)
+        with guard:
+            if exercise is not None and exercise.runner is not None:
+                return "returned", exercise.runner(answer, args, kwargs)
+            return "returned", answer(*args, **kwargs)
     except NotImplementedError:
         return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
     except Exception as err:  # the student's code failed: report it, never crash the notebook
         return "raised", err
+
+
+_PREDICTED: dict[str, Any] = {}
+
+
+def predicted(exercise_id: str) -> bool:
+    """True once a prediction of ``exercise_id`` was checked in this kernel."""
+    return exercise_id in _PREDICTED
+
+
+@contextlib.contextmanager
+def after_prediction(exercise_id: str):
+    """Hold back what the block prints (a measurement) until a prediction of ``exercise_id`` is
+    recorded by ``check``; then print it, with the measurement's ratio to the prediction when the
+    block assigns ``reveal.measured``.
+
+    >>> reset_attempts("flops-time-ratio")
+    >>> with after_prediction("flops-time-ratio"):
+    ...     print("measured: 7.9")
+    📝 The measurement is held back until you record a prediction: run the check of your prediction (lectorch.check("flops-time-ratio", ...)) first, then this cell again.
+    >>> _ = check("flops-time-ratio", 8)
+    >>> with after_prediction("flops-time-ratio"):
+    ...     print("measured: 7.9")
+    measured: 7.9
+    """
+    import io
+
+    get_exercise(exercise_id)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        yield
+    if predicted(exercise_id):
+        print(buffer.getvalue(), end="")
+    else:
+        print("📝 The measurement is held back until you record a prediction: run the check of your "
+              f'prediction (lectorch.check("{exercise_id}", ...)) first, then this cell again.')
 
 
 def _measured_text(prediction: Any, measured: float | None) -> str:
@@ -488,15 +647,18 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
             return f"expected a number, got {_short(got)}."
         if math.isnan(x):
             return "your answer is NaN (not a number): look for 0/0 or inf - inf."
-        if math.isclose(x, float(expected), rel_tol=ex.rtol, abs_tol=ex.atol):
+        rtol, atol = ex.tolerance
+        if within(x, float(expected), rtol, atol):
             return None
+        slip = _named_slip(ex, x)
+        if slip:
+            return f"{_short(got)} is not right: {slip}"
         if expected != 0 and x != 0:
             ratio = x / float(expected)
             for slip_ratio, slip in ex.slips.items():
-                if math.isclose(ratio, slip_ratio, rel_tol=1e-3):
+                if not isinstance(slip_ratio, str) and math.isclose(ratio, slip_ratio, rel_tol=1e-3):
                     return f"{_short(got)} is not right: {slip}"
-        direction = "too large" if x > expected else "too small"
-        return f"{_short(got)} is {direction}."
+        return f"{_short(got)} is {_factor_text(x / float(expected) if expected else math.inf)}."
     if got == expected:
         return None
     return f"{_short(got)} is not the expected answer."
@@ -512,9 +674,59 @@ def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:
         return f"expected a number, got {_short(got)}."
     if not math.isfinite(x):
         return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
+    slip = _named_slip(ex, x)
+    if slip:
+        return f"{_short(got)} is not right: {slip}"
     for slip_ratio, slip in ex.slips.items():
-        if slip_ratio and sealed.matches(ex.id, x / slip_ratio):
+        if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(ex.id, x / slip_ratio):
             return f"{_short(got)} is not right: {slip}"
-    if sealed.same_decade(ex.id, x):
-        return f"{_short(got)} has the right order of magnitude but is not within the tolerance."
-    return f"{_short(got)} is off by a factor of ten or more (or has the wrong sign): recheck the units and each factor."
+    d = sealed.octaves_off(ex.id, x)
+    if d is None:
+        return f"{_short(got)} has the wrong sign, or is off by a factor of more than 10^19: recheck the units and signs."
+    if d == 0:
+        return f"{_short(got)} is close (within a factor of 1.2) but not within the tolerance ({_tolerance_text(sealed)})."
+    return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
+
+
+def slip_id(exercise_id: str, name: str) -> str:
+    """The salt of the seal of slip ``name`` of ``exercise_id``."""
+    return f"{exercise_id}#slip:{name}"
+
+
+def slip_tolerance(ex: Exercise) -> float:
+    """A slip fires only near the wrong answer it names: within 1 % (or the exercise's own, if tighter)."""
+    rtol, _ = ex.tolerance
+    return min(rtol, 0.01) if rtol else 0.0
+
+
+def _named_slip(ex: Exercise, x: float) -> str | None:
+    """The message of the named slip (``slips={"name": message}``) whose sealed wrong value ``x`` is."""
+    names = [k for k in ex.slips if isinstance(k, str)]
+    if not names:
+        return None
+    from lectorch.exercises._seals import SLIPS
+
+    for name in names:
+        token = SLIPS.get(ex.id, {}).get(name)
+        if token and Sealed(token).matches(slip_id(ex.id, name), x):
+            return ex.slips[name]
+    return None
+
+
+def _factor_text(ratio: float) -> str:
+    """How far off a ratio answer/expected is, in words (the real factor, rounded)."""
+    if ratio <= 0 or not math.isfinite(ratio):
+        return "of the wrong sign" if ratio < 0 else "not the expected answer"
+    factor = ratio if ratio >= 1 else 1 / ratio
+    words = "too large" if ratio > 1 else "too small"
+    return f"{words} (by a factor of {factor:.2g})" if factor >= 1.1 else f"{words} (by {abs(ratio - 1):.2g} of it)"
+
+
+def _octave_text(d: int) -> str:
+    """The factor an answer is off by, from its octave offset ``d`` (see ``Sealed.octaves_off``)."""
+    q = STEPS_PER_OCTAVE
+    lo, about, hi = 2.0 ** ((abs(d) - 1) / q), 2.0 ** (abs(d) / q), 2.0 ** ((abs(d) + 1) / q)
+    words = "too large" if d > 0 else "too small"
+    if abs(d) == 1:
+        return f"{words}, by less than a factor of {hi:.2g}"
+    return f"{words} by a factor of about {about:.2g} (between {lo:.2g} and {hi:.2g})"

@@ -93,6 +93,16 @@ register(
         id="backprop-mlp-backward",
         title="backward_flops(batch, widths, input_requires_grad=False) of a stack of linear layers",
         kind="function",
+        refuse_what="the backward FLOP count",
+        refuse=(
+            "lectorch.backprop.mlp_flops",
+            "lectorch.backprop.cruncher_flops",
+            "lectorch.backprop.measured_flops",
+            "lectorch.backprop.predicted_and_measured",
+            "lectorch.flops.count_flops",
+            "lectorch.step_memory.step_flops",
+            "torch.utils.flop_counter.FlopCounterMode",
+        ),
         hint=("Go layer by layer from the loss backwards: which matmuls does each layer's backward do, "
               "and what does each cost next to its forward matmul?",
               "The first layer's input is x: does anyone need ∂x when x does not require grad?"),
@@ -114,11 +124,13 @@ register(
         id="backprop-time-ratio",
         title="backward time / forward time of a deep stack of linear layers",
         kind="prediction",
-        expected=Sealed("n|0.18|0.0|1e5ba06b215c5ef1e3f7c520|cf9d8fad353590c561e5c7b9"),
+        expected=Sealed.stored("backprop-time-ratio"),
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
-        slips={0.5: "the backward pass does more work than the forward pass, not less.",
-               1.5: "that counts the forward pass too; the question is backward over forward."},
+        slips={
+            "backward-pass-does": "as long as the forward pass: the backward pass of a layer does more matmuls than its forward.",
+            "counts-forward-pass": "that counts the forward pass too; the question is backward over forward.",
+        },
     )
 )
 
@@ -129,15 +141,17 @@ register(
         id="backprop-tied-flops",
         title="training FLOPs of a tied-weight autoencoder, B=64, D=512, H=128",
         kind="value",
-        expected=Sealed("n|1e-09|0.0|6a1541337b4436bf2366680d|dd52d6ba419344162b0474d8"),
+        expected=Sealed.stored("backprop-tied-flops"),
         hint=("Count uses, not parameters: W takes part in two matmuls forward; each of them has its "
               "own backward matmuls.",
               "The decoder's input h is an activation (its gradient is needed); the encoder's input x "
               "is data."),
-        slips={0.6: "that is the 6 × tokens × parameters rule; the rule assumes one use per parameter.",
-               1.2: "x is data: the encoder's input gradient is never computed.",
-               0.4: "that is the forward pass alone.",
-               0.8: "the decoder needs the gradient of its input h too, not only of W."},
+        slips={
+            "6-tokens-parameters": "that is the 6 × tokens × parameters rule; the rule assumes one use per parameter.",
+            "x-data-encoder": "x is data: the encoder's input gradient is never computed.",
+            "forward-pass-alone": "that is the forward pass alone.",
+            "decoder-needs-gradient": "the decoder needs the gradient of its input h too, not only of W.",
+        },
     )
 )
 
@@ -189,6 +203,16 @@ register(
         id="backprop-skip-grads",
         title="skip_grads(x, w1, w2): the gradients of ((relu(x @ w1) + x) @ w2).sum() by hand",
         kind="function",
+        refuse_what="the gradients by hand",
+        refuse=(
+            "torch.Tensor.backward",
+            "torch.autograd.backward",
+            "torch.autograd.grad",
+            "torch.func.grad",
+            "torch.func.vjp",
+            "torch.func.jacrev",
+            "torch.func.grad_and_value",
+        ),
         hint=("Write the forward pass in named steps (z = x @ w1, a = relu(z), s = a + x, out = s @ w2) "
               "and go back one step at a time: which tensor does each weight gradient multiply?",
               "A sum passes its gradient unchanged to both inputs; a ReLU passes it only where its input "

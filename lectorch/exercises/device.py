@@ -17,12 +17,12 @@ register(
         id="device-gpu-bytes",
         title="the bytes of a float16 tensor created on the GPU",
         kind="value",
-        expected=Sealed("n|1e-09|0.0|593e84f1bd3e6217afdbcf8d|586341ed23ddd753d14114a2"),
+        expected=Sealed.stored("device-gpu-bytes"),
         hint="elements × bytes per element; where the tensor lives does not change its size.",
         slips={
-            2.0: "float16 has 2 bytes per element, not 4.",
-            8.0: "count bytes, not bits.",
-            1 / 2**20: "the answer is in bytes, not MiB.",
+            "float16-2-bytes": "float16 has 2 bytes per element, not 4.",
+            "count-bytes-bits": "count bytes, not bits.",
+            "answer-bytes-mib": "the answer is in bytes, not MiB.",
         },
     )
 )
@@ -80,14 +80,15 @@ register(
         id="device-h2d-seconds",
         title="the seconds to copy 256 MiB of bf16 over PCIe 5.0 x16",
         kind="prediction",
-        expected=Sealed("n|0.25|0.0|1ba353da841d2558d005f088|c798fa59b2b4cb283fc1009d"),
+        expected=Sealed.stored("device-h2d-seconds"),
         hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
               "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={
-            2.0: "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
-            8.0: "GB/s counts bytes: no factor of 8 for bits here.",
-            1000.0: "the answer is in seconds, not milliseconds.",
-            1 / 2: "half the physics: count 2 bytes per bf16 element.",
+            "twice-physics-bf16": "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
+            "gb-s-counts": "GB/s counts bytes: no factor of 8 for bits here.",
+            "answer-seconds-milliseconds": "the answer is in seconds, not milliseconds.",
+            "half-physics-count": ("half the physics: count 2 bytes per bf16 element, and 63 GB/s in one "
+                                   "direction (126 GB/s counts both directions of the link)."),
         },
     )
 )
@@ -116,8 +117,10 @@ class SimulatedStream:
         self.now = 0.0
         self.busy_until = 0.0
         self.calls = 0
+        self.log: list[tuple[str, float]] = []  # every call, for the checker to judge
 
     def clock(self) -> float:
+        self.log.append(("clock", self.now))
         return self.now
 
     def copy(self) -> None:
@@ -125,9 +128,18 @@ class SimulatedStream:
         cost = self.work_s + (self.cold_s if self.calls == 0 else 0.0)
         self.busy_until = max(self.now, self.busy_until) + cost
         self.calls += 1
+        self.log.append(("run", self.busy_until))
 
     def synchronize(self) -> None:
         self.now = max(self.now, self.busy_until)
+        self.log.append(("sync", self.now))
+
+
+def traced_copy_timing(answer, args, kwargs) -> dict:
+    """Run ``answer`` on a simulated stream; return its result with the stream's log of calls."""
+    stream = args[0].__self__
+    got = answer(lambda: stream.copy(), lambda: stream.synchronize(), lambda: stream.clock(), *args[3:], **kwargs)
+    return {"returned": got, "log": list(stream.log)}
 
 
 def stream_case(work_s: float, launch_s: float, cold_s: float, repeats: int, description: str) -> Case:
@@ -145,9 +157,24 @@ def stream_case(work_s: float, launch_s: float, cold_s: float, repeats: int, des
 
 
 def compare_timing(got, expected) -> str | None:
-    """Seconds per copy, within 5% of what the simulated device spent on each."""
+    """Seconds per copy, within 5% of what the simulated device spent on each, and one of the
+    times the function's own clock readings measured (with a ``traced_copy_timing`` log)."""
+    log = None
+    if isinstance(got, dict) and set(got) == {"returned", "log"}:
+        got, log = got["returned"], got["log"]
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         return f"return seconds per copy (a number), got {type(got).__name__}."
+    if log is not None:
+        from lectorch.exercises.flops import measured_per_call
+
+        if not any(event == "clock" for event, _ in log):
+            return "your function never read the clock it was given: a time must be measured."
+        measured = measured_per_call(log)
+        if not measured:
+            return ("no stretch between two clock reads ran copy() and then synchronize(): the "
+                    "clock stopped while copies were still queued.")
+        if not min(measured) * (1 - 1e-9) <= got <= max(measured) * (1 + 1e-9):
+            return "the number you return is none of the times your own clock readings measured."
     if abs(got - expected) <= 0.05 * expected:
         return None
     if got < expected:
@@ -173,6 +200,7 @@ register(
               "ask: when the clock starts, is the device idle? When it stops, has every timed copy "
               "finished?"),
         compare=compare_timing,
+        runner=traced_copy_timing,
         cases=(
             stream_case(1e-3, 5e-6, 0.05, 10, "1 ms copies, a 50 ms first call"),
             stream_case(2e-5, 8e-6, 0.2, 10, "short copies that take little more than their launch"),

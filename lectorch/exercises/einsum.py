@@ -65,22 +65,21 @@ register(
         id="einsum-layer-crossover",
         title="the sequence length where attention's FLOPs equal the projections' and the MLP's",
         kind="value",
-        expected=Sealed("n|0.01|0.0|3ef35e5cac0ce42fd01b93f1|fd5d9aab721c8c176b5877c2"),
+        expected=Sealed.stored("einsum-layer-crossover"),
         hint=(("write both sides as FLOPs per layer at s tokens: the projections and the MLP grow like "
               "s, the scores and the mixing like s²; then solve for s."),
               ("K and V project hidden to kv_heads · head_dim, not to hidden; the SwiGLU MLP has three "
               "hidden × mlp_width matrices; every query head computes its own scores.")),
         slips={
-            1.1153846153846154: "K and V project onto the 8 key/value heads only (4096 → 1024), not "
-                                "onto 32 heads.",
-            0.7307692307692307: "a SwiGLU MLP has three matrices (gate, up and down), not two.",
-            0.9230769230769231: "that is a standard layer with a 4× MLP and full K/V: this layer differs.",
-            0.8076923076923077: "this MLP is 14336 wide (3.5 × hidden), not 8/3 × hidden.",
-            2.0: "the mixing einsum (weights @ V) costs as much as the scores.",
-            4.0: "grouped-query attention shares K and V, but each of the 32 query heads still "
-                 "computes its own s × s scores.",
+            "k-v-project": "K and V project onto the 8 key/value heads only (4096 → 1024), not onto 32 heads.",
+            "swiglu-mlp-three": "a SwiGLU MLP has three matrices (gate, up and down), not two.",
+            "standard-layer-with": "that is a standard layer with a 4× MLP and full K/V: this layer differs.",
+            "mlp-14336-wide": "this MLP is 14336 wide (3.5 × hidden), not 8/3 × hidden.",
+            "mixing-einsum-weights": "the mixing einsum (weights @ V) costs as much as the scores.",
+            "grouped-query-attention": ("grouped-query attention shares K and V, but each of the 32 query heads still "
+                                        "computes its own s × s scores."),
         },
-        summary="checks your sequence length (within about ±1%)",
+        summary="checks your sequence length (within ±1 % of the answer)",
     )
 )
 
@@ -136,6 +135,8 @@ register(
         id="einsum-gqa-scores",
         title="gqa_scores(q, k): attention scores of grouped-query attention",
         kind="function",
+        refuse_what="the grouped-query scores",
+        refuse=("lectorch.backprop.attention", "torch.nn.functional.scaled_dot_product_attention"),
         hint=(("name a group dimension: split the query heads into (kv_heads group) with rearrange, "
               "so each key head meets its own group of query heads in one einsum."),
               ("consecutive query heads share a key head: in '(kv group)' the group varies fastest. "
@@ -157,6 +158,11 @@ def _compare_centered(got: Any, expected: torch.Tensor) -> str | None:
     if torch.allclose(got, expected, rtol=1e-5, atol=1e-6):
         return None
     means = got.mean(dim=-1)
+    g, e = got.detach().double(), expected.double()
+    scale = (g * e).sum(-1, keepdim=True) / (g * g).sum(-1, keepdim=True).clamp_min(1e-300)
+    if torch.allclose(means, torch.zeros_like(means), atol=1e-5) and torch.allclose(g * scale, e, rtol=1e-5, atol=1e-6):
+        return ("each token has mean 0 and the right pattern, but another scale: centring only "
+                "subtracts the mean; it divides by nothing.")
     if torch.allclose(means, torch.zeros_like(means), atol=1e-5):
         return "each token now has mean 0, but the values differ: did you subtract the right means?"
     return ("right shape, wrong values: each token's features should now average 0. Which axis did "

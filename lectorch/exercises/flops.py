@@ -45,8 +45,17 @@ register(
         id="flops-mfu-from-time",
         title="matmul_mfu(B, D, K, seconds, peak_flops_per_s)",
         kind="function",
+        refuse_what="the FLOP count and MFU",
+        refuse=(
+            "lectorch.bench.mfu",
+            "lectorch.bench.achieved_flops_per_s",
+            "lectorch.flops.matmul_flops",
+            "lectorch.flops.linear_flops",
+            "lectorch.flops.count_flops",
+            "torch.utils.flop_counter.FlopCounterMode",
+        ),
         hint="FLOPs of a (B, D) @ (D, K) matmul are 2·B·D·K; divide by the seconds, then by the peak.",
-        rtol=1e-9,
+        rtol=8 * 2.0**-23,  # fp32 arithmetic of the formula passes: a few roundings of float32
         slips={
             0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·B·D·K, not B·D·K.",
             1e-12: "keep everything in FLOP and FLOP/s (not TFLOP or TFLOP/s).",
@@ -99,6 +108,13 @@ register(
         id="flops-compute-bound-n",
         title="smallest_compute_bound_n(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_element)",
         kind="function",
+        refuse_what="the intensity and the ridge point",
+        refuse=(
+            "lectorch.roofline.matmul_intensity",
+            "lectorch.roofline.arithmetic_intensity",
+            "lectorch.roofline.matmul_bytes",
+            "lectorch.roofline.Roofline",
+        ),
         hint=(("write the intensity of a square n×n @ n×n matmul as a function of n, and the ridge point "
               "as peak / bandwidth."),
               "solve intensity(n) >= ridge for n, and round in the direction that keeps it true."),
@@ -121,16 +137,16 @@ register(
         id="flops-time-ratio",
         title="the time of (1024, 2048) @ (2048, 1024) over that of (512, 1024) @ (1024, 512), fp32",
         kind="prediction",
-        expected=Sealed("n|0.25|0.0|ff4f1d9c31362e0a5f302eb2|65fefd8f88f96355fdede8c0"),
+        expected=Sealed.stored("flops-time-ratio"),
         hint=(("count both matmuls' FLOPs and their arithmetic intensity: are both above the ridge "
               "point? Then which resource sets the time?"),
               "a compute-bound kernel's time is FLOPs / FLOP/s: the same FLOP/s for both."),
         slips={
-            0.5: "that is the ratio of the bytes moved; both matmuls sit above the "
-                                "ridge point, where the arithmetic, not the memory, sets the time.",
-            0.015625: "upside down: the larger matmul over the smaller one.",
+            "ratio-bytes-moved": ("that is the ratio of the bytes moved; both matmuls sit above the ridge point, where "
+                                  "the arithmetic, not the memory, sets the time."),
+            "upside-down-larger": "upside down: the larger matmul over the smaller one.",
         },
-        summary="judges your predicted ratio against the physics (within about ±25%) and compares it "
+        summary="judges your predicted ratio against the physics (within ±25 %) and compares it "
                 "with your measurement",
     )
 )
@@ -142,26 +158,39 @@ class SimulatedDevice:
 
     ``run()`` queues work and returns at once; ``sync()`` waits until the queued work is done (the
     clock jumps ahead by it); ``clock()`` reads the time in seconds (each read costs 1 µs). The
-    first ``cold`` calls are slow (allocation, kernel selection); call number ``hiccup`` is slow
-    too (another job on the machine).
+    first ``cold`` calls are slow (allocation, kernel selection); the ``hiccup``-th call after the
+    clock was first read is slow too (another job on the machine). ``log`` records every call.
+
+    >>> dev = SimulatedDevice(0.004)
+    >>> dev.run(); dev.sync(); [event for event, _ in dev.log]
+    ['run', 'sync']
     """
 
-    def __init__(self, steady_s: float, *, cold: int = 2, slow_s: float = 0.2, hiccup: int = 5):
+    def __init__(self, steady_s: float, *, cold: int = 2, slow_s: float = 0.2, hiccup: int = 2):
         self.steady_s, self.cold, self.slow_s, self.hiccup = steady_s, cold, slow_s, hiccup
         self.calls, self.pending, self.now = 0, 0.0, 1000.0
+        self.timed_calls: int | None = None  # calls since the clock was first read
+        self.log: list[tuple[str, float]] = []
 
     def run(self) -> None:
         self.calls += 1
-        slow = self.calls <= self.cold or self.calls == self.hiccup
+        if self.timed_calls is not None:
+            self.timed_calls += 1
+        slow = self.calls <= self.cold or self.timed_calls == self.hiccup
         self.pending += self.slow_s if slow else self.steady_s
         self.now += 2e-6  # queueing a kernel is quick, not free
+        self.log.append(("run", self.pending))
 
     def sync(self) -> None:
         self.now += self.pending
         self.pending = 0.0
+        self.log.append(("sync", 0.0))
 
     def clock(self) -> float:
+        if self.timed_calls is None:
+            self.timed_calls = 0
         self.now += 1e-6
+        self.log.append(("clock", self.now))
         return self.now
 
 
@@ -172,12 +201,48 @@ def timer_case(steady_s: float, description: str, **kwargs) -> Case:
 
 def random_timer_cases(rng: random.Random, n: int = 2) -> list[Case]:
     return [timer_case(rng.uniform(0.001, 0.01), "a simulated device with other timings",
-                       cold=rng.randint(1, 2), hiccup=rng.randint(4, 5)) for _ in range(n)]
+                       cold=rng.randint(1, 2), hiccup=rng.randint(1, 3)) for _ in range(n)]
+
+
+def measured_per_call(log: list[tuple[str, float]]) -> list[float]:
+    """The seconds per call of every timed stretch in ``log``: between two clock reads, with at
+    least one call and a sync after the last one (what an honest timer can have measured)."""
+    times, start, runs, synced = [], None, 0, False
+    for event, value in log:
+        if event == "run":
+            runs, synced = runs + 1, False
+        elif event == "sync":
+            synced = True
+        elif event == "clock":
+            if start is not None and runs and synced:
+                times.append((value - start) / runs)
+            start, runs, synced = value, 0, False
+    return times
+
+
+def traced_call(answer, args, kwargs) -> dict:
+    """Run ``answer`` on a simulated device and return what it returned with the device's log (the
+    checker judges the calls made, not only the number)."""
+    device = args[0].__self__
+    got = answer(lambda: device.run(), lambda: device.sync(), lambda: device.clock(), *args[3:], **kwargs)
+    return {"returned": got, "log": list(device.log)}
 
 
 def _compare_time(got: Any, expected: float) -> str | None:
+    log = None
+    if isinstance(got, dict) and set(got) == {"returned", "log"}:
+        got, log = got["returned"], got["log"]
     if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
         return f"expected a number of seconds, got {type(got).__name__} {got!r}."
+    if log is not None:
+        if not any(event == "clock" for event, _ in log):
+            return "your function never read the clock it was given: a time must be measured."
+        measured = measured_per_call(log)
+        if not measured:
+            return ("no stretch between two clock reads ran fn() and then sync(): the clock stopped "
+                    "before the device had finished (or measured nothing).")
+        if not min(measured) * (1 - 1e-9) <= got <= max(measured) * (1 + 1e-9):
+            return "the number you return is none of the times your own clock readings measured."
     ratio = got / expected
     if 0.8 <= ratio <= 1.25:
         return None
@@ -198,8 +263,9 @@ register(
               ("warm up with a few untimed calls, time several trials one by one, and return a "
                "statistic that one slow trial cannot move.")),
         compare=_compare_time,
+        runner=traced_call,
         cases=(timer_case(0.004, "a simulated asynchronous device"),
-               timer_case(0.003, "one cold call, a later hiccup", cold=1, hiccup=4)),
+               timer_case(0.003, "one cold call, a later hiccup", cold=1, hiccup=3)),
         generate=random_timer_cases,
         summary="runs your timer on simulated asynchronous devices with cold calls and a hiccup",
     )

@@ -17,14 +17,15 @@ register(
         id="napkin-two-weeks",
         title="FLOPs of 8 H100s running for two weeks at their dense bf16 peak",
         kind="value",
-        expected=Sealed("n|0.001|0.0|bc1c1e025cc39718a320a959|da45a433ade321b9ce489fa8"),
+        expected=Sealed.stored("napkin-two-weeks"),
         hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
               "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
-            0.5: "two weeks are 14 days: this looks like one week.",
-            2.0: "use the dense peak: the datasheet's bf16 figure assumes 2:4 sparsity.",
-            1 / 8: "there are 8 GPUs.",
-            1 / 86_400: "a day has 86 400 seconds.",
+            "two-weeks-14": ("that is half of it: one week instead of two (14 days), or a factor of 0.5 "
+                             "(an MFU?) where the question asks for the peak, MFU 1."),
+            "use-dense-peak": "use the dense peak: the datasheet's bf16 figure assumes 2:4 sparsity.",
+            "there-8-gpus": "there are 8 GPUs.",
+            "day-86-400": "a day has 86 400 seconds.",
         },
     )
 )
@@ -34,17 +35,17 @@ register(
         id="napkin-8bit-adam-bytes",
         title="bytes per parameter of mixed-precision AdamW with block-wise 8-bit moments",
         kind="value",
-        expected=Sealed("n|0.0001|0.0|5c73be0d5208a6bed837f649|5a2f7746fff9c0b081ca7122"),
+        expected=Sealed.stored("napkin-8bit-adam-bytes"),
         hint=("list every tensor kept per parameter (weights, gradients, master copy, two moments) with "
               "its bytes, then add what the quantisation itself stores.",
               "a scale is one float32 (4 bytes) shared by a whole block: per parameter it costs "
               "4 / block size, once for each quantised tensor."),
         slips={
-            10 / 10.03125: "close: the per-block scales are missing.",
-            6.03125 / 10.03125: "the fp32 master copy of the weights is missing.",
-            16 / 10.03125: "that is AdamW with fp32 moments; here the moments take 8 bits each.",
-            10.015625 / 10.03125: "each of the two moments has its own blocks and its own scales.",
-            10.0078125 / 10.03125: "a scale is a float32: 4 bytes, not 1.",
+            "close-per-block": "close: the per-block scales are missing.",
+            "fp32-master-copy": "the fp32 master copy of the weights is missing.",
+            "adamw-with-fp32": "that is AdamW with fp32 moments; here the moments take 8 bits each.",
+            "each-two-moments": "each of the two moments has its own blocks and its own scales.",
+            "scale-float32-4": "a scale is a float32: 4 bytes, not 1.",
         },
     )
 )
@@ -54,19 +55,17 @@ register(
         id="napkin-zero2-params",
         title="the largest model that ZeRO stage 2 fits on 64 H100s",
         kind="value",
-        expected=Sealed("n|0.001|0.0|fc43b477a85c1d5ba007bcb1|a6fcdb61c499989cfd45645d"),
+        expected=Sealed.stored("napkin-zero2-params"),
         hint=("write the bytes ONE GPU holds per parameter: what it keeps whole, plus its share of what "
               "is split 64 ways; then divide one GPU's memory by it.",
               "only the bf16 weights stay whole on every GPU; gradients, master weights and moments "
               "are split."),
         slips={
-            5e9 / 36056338028.169014: "that is one GPU with nothing sharded: each GPU keeps only 1/64 of "
-                                      "the sharded parts.",
-            3.2e11 / 36056338028.169014: "that shards everything (ZeRO stage 3): in stage 2 every GPU keeps "
-                                         "all the bf16 weights.",
-            19104477611.940296 / 36056338028.169014: "stage 2 shards the gradients too, not only the "
-                                                     "optimizer state.",
-            80e9 / 2.1875 / 36056338028.169014: "the gradients' share is missing.",
+            "one-gpu-with": "that is one GPU with nothing sharded: each GPU keeps only 1/64 of the sharded parts.",
+            "shards-everything-zero": ("that shards everything (ZeRO stage 3): in stage 2 every GPU keeps all the bf16 "
+                                       "weights."),
+            "stage-2-shards": "stage 2 shards the gradients too, not only the optimizer state.",
+            "gradients-share-missing": "the gradients' share is missing.",
         },
     )
 )
@@ -112,6 +111,13 @@ register(
         id="napkin-gpus-needed",
         title="gpus_needed(params, tokens, days, peak_flops_per_s, mfu)",
         kind="function",
+        refuse_what="the napkin arithmetic",
+        refuse=(
+            "lectorch.napkin.training_flops",
+            "lectorch.napkin.training_days",
+            "lectorch.napkin.cluster_flops_per_s",
+            "lectorch.napkin.summarize",
+        ),
         hint=("a cluster has a whole number of GPUs: which way must the count be rounded so the run "
               "finishes in time?",
               "compare how many FLOPs the run needs with how many one GPU delivers in the time allowed."),

@@ -36,6 +36,13 @@ register(
         id="precision-tensor-bytes",
         title="tensor_nbytes(shape, dtype): bytes of a dense tensor",
         kind="function",
+        refuse_what="the byte count",
+        refuse=(
+            "lectorch.memory.tensor_bytes",
+            "lectorch.memory.bytes_of",
+            "lectorch.dtypes.bytes_per_element",
+        ),
+        no_tensors=True,
         hint=("a tensor's bytes are its number of elements times the bytes of one element.",
               "an empty shape () is one element (a scalar); dtype.itemsize is the bytes of one element."),
         slips={8.0: "that is bits, not bytes: divide by 8."},
@@ -58,13 +65,13 @@ register(
         id="precision-bf16-257",
         title="what bfloat16 stores for 257",
         kind="value",
-        expected=Sealed("n|0.0|0.0|525dfd410ee79c41fa34b787|dd69e3593565f9d0ad35c87c"),
+        expected=Sealed.stored("precision-bf16-257"),
         hint=("find how far apart neighbouring bf16 values are in the power-of-two interval that holds 257.",
               "bf16 keeps 8 significant bits (1 implicit + 7 stored); round to the nearest neighbour, and "
               "a tie goes to the neighbour whose last mantissa bit is 0 (round half to even)."),
         slips={
-            257 / 256: "bf16 cannot store 257 exactly: it has only 8 significant bits.",
-            258 / 256: "257 lies exactly halfway between two bf16 values: which way does a tie go?",
+            "bf16-cannot-store": "bf16 cannot store 257 exactly: it has only 8 significant bits.",
+            "257-lies-exactly": "257 lies exactly halfway between two bf16 values: which way does a tie go?",
         },
     )
 )
@@ -74,16 +81,18 @@ register(
         id="precision-bf16-stall",
         title="where a bf16 running sum of 0.01 stops growing",
         kind="prediction",
-        expected=Sealed("n|0.02|0.0|d320b60e45c3f3187286c654|74a83abfe0302702f3aec074"),
+        expected=Sealed.stored("precision-bf16-stall"),
         hint=("an addition rounds the exact sum to the nearest bf16 value: it changes nothing once the "
               "step is less than half the gap between neighbours.",
               "the gap between bf16 neighbours in [2**k, 2**(k+1)) is 2**k × 2**-7: find the first interval "
               "where half the gap exceeds 0.01."),
         slips={
-            10 / 4: "that is the exact sum: bf16 rounds every partial sum, and the sum stops growing early.",
-            2 / 4: "in [2, 4) the gap is 2**-6 and half of it is below 0.01: the additions still round up.",
-            8 / 4: "at the value you predict, half the gap is already larger than 0.01.",
-            1 / 4: "1 + 0.001 stays 1 (the chapter), but 0.01 is ten times larger: it still moves 1.",
+            "exact-sum-bf16": ("that is the exact sum: bf16 rounds every partial sum, and the sum stops growing "
+                               "early."),
+            "2-4-gap": ("in [2, 4) the gap is 2**-6 and half of it is below 0.01: the additions still round "
+                        "up."),
+            "at-value-predict": "at the value you predict, half the gap is already larger than 0.01.",
+            "1-0-001": "1 + 0.001 stays 1 (the chapter), but 0.01 is ten times larger: it still moves 1.",
         },
     )
 )
@@ -140,6 +149,24 @@ register(
         id="precision-log-softmax",
         title="log_softmax(logits): numerically stable log-probabilities",
         kind="function",
+        refuse_what="the stable log-softmax",
+        refuse=(
+            "torch.log_softmax",
+            "torch.Tensor.log_softmax",
+            "torch.nn.functional.log_softmax",
+            "torch.special.log_softmax",
+            "torch._log_softmax",
+            "torch.nn.LogSoftmax",
+            "torch.logsumexp",
+            "torch.Tensor.logsumexp",
+            "torch.special.logsumexp",
+            "torch.softmax",
+            "torch.Tensor.softmax",
+            "torch.nn.functional.softmax",
+            "torch.special.softmax",
+            "torch.nn.functional.cross_entropy",
+            "torch.nn.functional.nll_loss",
+        ),
         hint=("exp overflows float32 and bf16 for arguments above about 88.7; log-softmax does not change "
               "when the same constant is added to every logit of a row.",
               "each row may need its own constant; and bf16 keeps only 8 significant bits: in which "

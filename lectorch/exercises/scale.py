@@ -67,6 +67,13 @@ register(
         id="scale-saved-bytes",
         title="saved_bytes(batch_size, context_length, dim, num_layers, vocab_size, checkpointing)",
         kind="function",
+        refuse_what="the count of saved bytes",
+        refuse=(
+            "lectorch.train.predicted_saved_bytes",
+            "lectorch.step_memory.saved_tensors",
+            "lectorch.step_memory.predict_step_memory",
+            "lectorch.step_memory.step_timeline",
+        ),
         rtol=0.0,
         hint=("go through the table of section 2 row by row: which rows grow with the number of "
               "blocks, which with the vocabulary, and what is their dtype?",
@@ -93,12 +100,12 @@ register(
         id="scale-ckpt-time",
         title="the step time with activation checkpointing over the step time without",
         kind="prediction",
-        expected=Sealed("n|0.02|0.0|98031b4b3ed8386f7e005d41|178da226db7bb147b15b10fc"),
+        expected=Sealed.stored("scale-ckpt-time"),
         hint=("predict from FLOPs: which matmuls does the non-reentrant checkpoint run a second "
               "time, and how large are they next to the whole step's?",
               "the head (D × V) is not inside a checkpointed block: it is never recomputed, but "
               "its forward and backward are part of every step."),
-        summary=("judges your prediction against the FLOP ratio (within about ±2%) and compares "
+        summary=("judges your prediction against the FLOP ratio (within ±2 %) and compares "
                  "it with the step times measured on your machine"),
     )
 )
@@ -110,9 +117,11 @@ register(
         id="scale-hfu",
         title="HFU of a 7B model at 1.0 M tokens/s on 64 H100 SXM, every layer recomputed",
         kind="value",
-        expected=Sealed("n|0.01|0.0|69ac80a99b8de00bdf5fb9b9|1c1a4cf1e6c2c5ad05f0f056"),
-        slips={0.75: "it counts only the model's FLOPs; the hardware also runs the recomputation.",
-               0.5: "the 1979 TFLOP/s of the datasheet assumes 2:4 sparsity: use the dense peak."},
+        expected=Sealed.stored("scale-hfu"),
+        slips={
+            "counts-only-model": "it counts only the model's FLOPs; the hardware also runs the recomputation.",
+            "1979-tflop-s": "the 1979 TFLOP/s of the datasheet assumes 2:4 sparsity: use the dense peak.",
+        },
         hint=("HFU = FLOPs the hardware executes per second / peak FLOP/s of all the GPUs.",
               "with every layer recomputed a step costs one more forward pass: how many FLOPs "
               "per token and parameter is that?"),
@@ -126,10 +135,12 @@ register(
         id="scale-int4-bytes",
         title="bytes of a 70B model's weights in int4, groups of 64 with an fp16 scale and zero",
         kind="value",
-        expected=Sealed("n|0.005|0.0|32df17c0fe844159c22880b7|2fefa9414419690aca909822"),
-        slips={4.25 / 4.5: "each group stores two fp16 numbers, a scale and a zero point.",
-               4 / 4.5: "the groups' scales and zero points cost bytes too.",
-               8.0: "bits or bytes?"},
+        expected=Sealed.stored("scale-int4-bytes"),
+        slips={
+            "each-group-stores": "each group stores two fp16 numbers, a scale and a zero point.",
+            "groups-scales-zero": "the groups' scales and zero points cost bytes too.",
+            "bits-or-bytes": "bits or bytes?",
+        },
         hint=("count bits per weight first: the 4 bits of the weight plus its share of its "
               "group's extra numbers.",),
     )

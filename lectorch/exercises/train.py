@@ -126,6 +126,10 @@ register(
         id="train-get-batch",
         title="get_batch(data, batch_size, context_length, device, generator=None)",
         kind="function",
+        refuse_what="get_batch",
+        refuse=(
+            "lectorch.data.get_batch",
+        ),
         hint=("a window holds context_length + 1 tokens: count the valid starts, the last one "
               "included, and draw them all with the generator you are given.",
               "inputs are a window without its last token, targets without its first; int64, on "
@@ -163,7 +167,25 @@ def torch_cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, 
 
 
 def lr_case(args: tuple, description: str) -> Case:
-    return Case(args=args, expected=torch_cosine_lr(*args), description=description)
+    return Case(args=args, expected={"lr": torch_cosine_lr(*args), "max_lr": args[1]}, description=description)
+
+
+#: fp32 arithmetic of the formula (torch.cos on a float32 tensor, say) is off by a few ulps of
+#: max_lr: accept 8 ulps of float32, relative to max_lr
+LR_TOL = 8 * torch.finfo(torch.float32).eps
+
+
+def _compare_lr(got: Any, expected: dict) -> str | None:
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
+        return f"return the learning rate as a number, got {type(got).__name__}."
+    want, scale = expected["lr"], expected["max_lr"]
+    if abs(got - want) <= LR_TOL * max(scale, abs(want)):
+        return None
+    if want and got and math.isclose(got / want, 2.0, rel_tol=1e-3):
+        return "twice the schedule's value: the cosine term is 0.5 · (1 + cos), not (1 + cos)."
+    return f"{got!r} is {'too large' if got > want else 'too small'} for this step."
 
 
 _LR_CASES = (
@@ -196,8 +218,14 @@ register(
         id="train-lr-at-step",
         title="lr_at(step, max_lr, min_lr, warmup_steps, total_steps): cosine with linear warm-up",
         kind="function",
-        rtol=1e-9,
-        atol=1e-15,
+        refuse_what="the schedule",
+        refuse=(
+            "lectorch.train.cosine_lr",
+            "lectorch.train.cosine_schedule",
+            "lectorch.train.CosineSchedule",
+            "torch.optim.lr_scheduler.LRScheduler",
+        ),
+        compare=_compare_lr,
         hint=("look at the step where the warm-up ends and at the steps after total_steps: "
               "what should the learning rate be there?",
               "the decay's progress runs from 0 at warmup_steps to 1 at total_steps, and the "
@@ -270,6 +298,10 @@ register(
 # ------------------------------------------------------------------------ debug: resume exactly
 
 VOCAB, DIM, CONTEXT, BATCH = 64, 16, 16, 8
+
+
+#: the debug snippets as the student receives them (buggy): not refused while a check runs
+SNIPPETS = ("train_with_restart",)
 
 
 def train_with_restart(tokens, num_steps, crash_at=None):
@@ -388,13 +420,13 @@ register(
         id="train-ckpt-size",
         title="the bytes of a checkpoint of a TinyLM with V = 64, D = 96 and 3 blocks",
         kind="prediction",
-        expected=Sealed("n|0.05|0.0|9da3e5a22e6bf43c594b749d|94f247df5e3c4c6f18147263"),
+        expected=Sealed.stored("train-ckpt-size"),
         hint=("count the parameters first (embedding, blocks, head), then the bytes each one "
               "costs in the checkpoint.",
               "a checkpoint holds the weights and everything AdamW remembers about them; the "
               "gradients are not in it."),
-        summary=("judges your prediction against the tensor bytes of the checkpoint (within about "
-                 "±5%) and compares it with the size of the file written"),
+        summary=("judges your prediction against the tensor bytes of the checkpoint (within ±5 %), "
+                 "then the next cell compares it with the size of the file written"),
     )
 )
 

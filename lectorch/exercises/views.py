@@ -60,6 +60,13 @@ register(
         id="views-transpose-strides",
         title="transposed_strides(shape, dim0, dim1): the strides of a transposed fresh tensor",
         kind="function",
+        refuse_what="the strides",
+        refuse=(
+            "lectorch.views.contiguous_strides",
+            "lectorch.views.describe_view",
+            "lectorch.views.element_offset",
+        ),
+        no_tensors=True,
         hint=(("start from the strides of a fresh (row-major) tensor of that shape: each is the "
               "product of the sizes to its right."),
               "a transpose moves no data: it only changes which stride belongs to which dim."),
@@ -77,13 +84,13 @@ register(
         id="views-storage-index",
         title="the storage index that y[2, 1] reads, for y = x[1:, 2::3] of a contiguous 6×8 x",
         kind="value",
-        expected=Sealed("n|1e-09|0.0|87ad285c3ef657e743bddde6|f5178e921027f49e49d4996b"),
+        expected=Sealed.stored("views-storage-index"),
         hint=("where does y[0, 0] live? That is y's storage offset.",
               "a step in a slice multiplies that dim's stride; then offset + i·stride[0] + j·stride[1]."),
         slips={
-            0.6551724137931034: "you left out the storage offset: y[0, 0] is not at storage index 0.",
-            0.9310344827586207: "the slice 2::3 takes every third column: its stride is 3 × 1.",
-            0.8275862068965517: "row index 2 goes with stride[0], column index 1 with stride[1].",
+            "left-out-storage": "you left out the storage offset: y[0, 0] is not at storage index 0.",
+            "slice-2-3": "the slice 2::3 takes every third column: its stride is 3 × 1.",
+            "row-index-2": "row index 2 goes with stride[0], column index 1 with stride[1].",
         },
     )
 )
