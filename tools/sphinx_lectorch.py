@@ -1,7 +1,7 @@
 """A small Sphinx extension for the book.
 
-1. Hide the ``# NBVAL_IGNORE_OUTPUT`` marker line of code cells: it is for the test suite, not the
-   reader (the notebooks keep it).
+1. Hide the ``# NBVAL_IGNORE_OUTPUT`` marker line and the ``glue(...)`` calls of code cells: they are
+   for the test suite and the prose, not the reader (the notebooks keep them).
 2. Let the widgets typeset with MathJax 3: ipywidgets 8 controls call the MathJax 2 API
    (``MathJax.Hub.Queue``) whenever ``window.MathJax`` exists, which throws under MathJax 3
    ("Cannot read properties of undefined (reading 'Queue')"). A two-line adapter maps it onto
@@ -25,6 +25,7 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
    loads no widget manager (3.6 MB) and no widget state.
 5. The install line of the chapters' first cell and of the running page (``{lectorch-install}``),
    built from the one setting ``repository.url`` of ``_config.yml``.
+6. ``book_static/lectorch-nav.js``: the theme's sidebar buttons work at every width (see that file).
 """
 
 from __future__ import annotations
@@ -74,12 +75,37 @@ def install_cell_source(root: Path = ROOT) -> str:
 MARKERS = ("# NBVAL_IGNORE_OUTPUT",)
 
 
+def strip_bookkeeping(code: str) -> str:
+    r"""A code cell's source without its top-level ``glue(...)`` calls (even over several lines).
+
+    ``glue`` hands a computed value to the prose; the reader sees the value in the text, so the
+    call is bookkeeping. The notebook keeps it.
+
+    >>> strip_bookkeeping('x = 2\nglue("x", x)\nglue(\n    "y", 3\n)\nprint(x)')
+    'x = 2\nprint(x)'
+    """
+    kept, depth = [], 0
+    for line in code.split("\n"):
+        if depth == 0 and not re.match(r"glue\(", line):
+            kept.append(line)
+            continue
+        depth += line.count("(") - line.count(")")  # glue's arguments are plain names and literals
+        depth = max(depth, 0)
+    return "\n".join(kept).rstrip("\n")
+
+
 def _hide_test_markers(app, doctree) -> None:
+    """Hide the test-suite marker line and the ``glue(...)`` bookkeeping from the reader."""
     for block in doctree.findall(nodes.literal_block):
         text = block.astext()
         lines = text.split("\n")
+        stripped = text
         if lines and lines[0].strip() in MARKERS:
             stripped = "\n".join(lines[1:])
+        parent = block.parent
+        if isinstance(parent, nodes.container) and "cell_input" in parent.get("classes", []):
+            stripped = strip_bookkeeping(stripped) or stripped
+        if stripped != text:
             block.children = [nodes.Text(stripped)]
             block.rawsource = stripped
 
@@ -344,6 +370,7 @@ def setup(app):
     app.add_js_file(None, body=MATHJAX2_ADAPTER, priority=100)
     app.add_js_file("lectorch-live-data.js", priority=500)
     app.add_js_file("lectorch-live.js", priority=501, defer="defer")
+    app.add_js_file("lectorch-nav.js", priority=502, defer="defer")
     app.add_css_file("lectorch.css")
     app.add_directive("lectorch-install", InstallDirective)
     app.add_directive("lectorch-clone", CloneDirective)

@@ -12,7 +12,9 @@ prose is translated. This extension:
    (English at ``html/``, Chinese at ``html/zh/``), with ``hreflang`` alternates;
 3. lets ``{glue:text}`` roles in translated messages read the notebook's glued values, and
    translates the table of contents' part captions;
-4. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
+4. keeps a translated heading a heading: a message such as "1. 浮点数" would parse as a numbered
+   list, which Sphinx drops, leaving the English (see :func:`escape_block_start`);
+5. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
    the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
    translation uses (``vendor/fonts/``, made by ``tools/i18n.py font``).
 """
@@ -20,6 +22,7 @@ prose is translated. This extension:
 from __future__ import annotations
 
 import contextvars
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -59,6 +62,41 @@ class KeepUntranslatable(Transform):
             node["translatable"] = False
         for node in self.document.findall(nodes.term):
             node["translatable"] = False
+
+
+#: What makes a one-line message parse as a block other than a paragraph: "1. ", "2) ", "- ", "+ ", "* ".
+_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(\s)|^([-+*])(\s)")
+
+
+def escape_block_start(msgstr: str) -> str:
+    r"""Backslash-escape what would turn a translated message into a list instead of a paragraph.
+
+    Sphinx parses each translation as a small document and keeps it only if it is a paragraph (or a
+    title); "1. 数据类型" is a numbered list to both MyST and reStructuredText, so the heading
+    stayed English. Both parsers read ``1\.`` as a literal "1.".
+
+    >>> escape_block_start("1. 浮点数与舍入")
+    '1\\. 浮点数与舍入'
+    >>> escape_block_start("- 一项"), escape_block_start("显存 1. 不变")
+    ('\\- 一项', '显存 1. 不变')
+    """
+    return _BLOCK_START.sub(lambda m: (f"{m[1]}\\{m[2]}{m[3]}" if m[1] else f"\\{m[4]}{m[5]}"), msgstr, count=1)
+
+
+def _keep_translated_headings() -> None:
+    from sphinx.transforms import i18n as sphinx_i18n
+
+    if getattr(sphinx_i18n.publish_msgstr, "lectorch_patched", False):
+        return
+    original = sphinx_i18n.publish_msgstr
+
+    def publish_msgstr(app, source, source_path, source_line, config, settings):
+        if not source.startswith("::"):  # literal blocks are prefixed "::" by Sphinx: leave them
+            source = escape_block_start(source)
+        return original(app, source, source_path, source_line, config, settings)
+
+    publish_msgstr.lectorch_patched = True
+    sphinx_i18n.publish_msgstr = publish_msgstr
 
 
 _RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
@@ -182,6 +220,7 @@ def _add_static(app) -> None:
 
 def setup(app):
     _let_translations_read_glue()
+    _keep_translated_headings()
     app.add_transform(KeepUntranslatable)
     app.connect("builder-inited", _add_static)
     app.add_css_file("lectorch-i18n.css")
