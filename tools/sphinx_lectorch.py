@@ -192,20 +192,20 @@ def _control_html(spec: dict, disabled: bool) -> str:
             f"{widget}{out}</label>")
 
 
-def panel_html(data: dict, meta: dict, state: dict) -> str:
-    """The static page's form of a panel (see the module docstring)."""
+def panel_html(data: dict, meta: dict, state: dict, _=lambda text: text) -> str:
+    """The static page's form of a panel (see the module docstring); ``_`` translates its text."""
     live = data.get("live")
     specs = meta.get("controls", [])
     controls = "".join(_control_html(spec, disabled=True) for spec in specs)
-    title = html.escape(data.get("title", ""))
+    title = html.escape(_(data.get("title", "")))
     if live:
-        note = ("computed in this page from lectorch's data (no kernel needed); "
-                "run the notebook for the parts that measure")
+        note = html.escape(_("computed in this page from lectorch's data (no kernel needed); "
+                             "run the notebook for the parts that measure"))
         result = '<div class="lp-result" aria-live="polite"></div>'
         attrs = f' data-live="{html.escape(live)}" data-controls="{html.escape(json.dumps(specs))}"'
     else:
         device = html.escape(meta.get("device", "this machine"))
-        note = f"snapshot of a run on {device} — run the notebook to explore"
+        note = html.escape(_("snapshot of a run on {device} — run the notebook to explore")).format(device=device)
         stored = state.get(meta.get("result_model", ""), {}).get("state", {}).get("value", "")
         result = f'<div class="lp-result">{stored}</div>'
         attrs = ' data-snapshot="true"'
@@ -214,12 +214,13 @@ def panel_html(data: dict, meta: dict, state: dict) -> str:
             f'<p class="lp-note">{note}</p>{result}</div>')
 
 
-def check_html(data: dict) -> str:
+def check_html(data: dict, _=lambda text: text) -> str:
     """A checker cell's output in the static page: what the checker tests, not a verdict."""
-    summary = html.escape(data.get("summary") or "")
+    summary = html.escape(_(data.get("summary") or ""))
     exercise = html.escape(data.get("exercise") or "")
-    return (f'<div class="lectorch-check" data-exercise="{exercise}"><span class="lc-label">checker</span> '
-            f"{summary}. <i>Run the notebook to get feedback on your answer.</i></div>")
+    stop = "。" if summary and not summary.isascii() else ". "
+    return (f'<div class="lectorch-check" data-exercise="{exercise}"><span class="lc-label">{html.escape(_("checker"))}</span> '
+            f"{summary}{stop}<i>{html.escape(_('Run the notebook to get feedback on your answer.'))}</i></div>")
 
 
 def _patch_myst_nb() -> None:
@@ -230,12 +231,16 @@ def _patch_myst_nb() -> None:
     original = NbElementRenderer.render_unhandled
 
     def render_unhandled(self, data):
+        if data.mime_type in (PANEL_MIME, CHECK_MIME):
+            from sphinx_lectorch_i18n import ui_gettext  # the other local extension, same folder
+
+            _ = ui_gettext(self.renderer.document.settings.env.config.language)
         if data.mime_type == PANEL_MIME:
             source = self.renderer.document["source"]
             meta = (data.output_metadata or {}).get(PANEL_MIME, {})
-            return [nodes.raw("", panel_html(data.content, meta, _widget_state(source)), format="html")]
+            return [nodes.raw("", panel_html(data.content, meta, _widget_state(source), _), format="html")]
         if data.mime_type == CHECK_MIME:
-            return [nodes.raw("", check_html(data.content), format="html")]
+            return [nodes.raw("", check_html(data.content, _), format="html")]
         return original(self, data)
 
     NbElementRenderer.render_unhandled = render_unhandled
