@@ -9,6 +9,7 @@ built beforehand instead of building both editions from clean.
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import os
 import re
@@ -181,8 +182,8 @@ def test_pages_fit_a_phone_and_a_desktop(browser, base, book, edition):
 def test_glue_bookkeeping_is_hidden_from_the_reader(book):
     for edition in EDITIONS:
         for path in _chapters(book, edition):
-            html = (book / path).read_text(encoding="utf-8")
-            inputs = re.findall(r'<div class="cell_input docutils container">(.*?)</div>\s*</div>', html, re.S)
+            page = (book / path).read_text(encoding="utf-8")
+            inputs = re.findall(r'<div class="cell_input docutils container">(.*?)</div>\s*</div>', page, re.S)
             assert inputs, path
             shown = [re.sub(r"<[^>]+>", "", block) for block in inputs]
             assert not [s for s in shown if re.search(r"^glue\(", s, re.M)], f"{path} shows glue(...) calls"
@@ -196,9 +197,10 @@ def test_every_translated_heading_renders_as_a_heading(book):
 
     import i18n
 
-    def headings(html: str) -> list[str]:
-        found = re.findall(r"<h([1-6])[^>]*>(.*?)</h\1>", html, re.S)
-        return [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text)).replace("#", "").strip() for _, text in found]
+    def headings(page: str) -> list[str]:
+        found = re.findall(r"<h([1-6])[^>]*>(.*?)</h\1>", page, re.S)
+        return [html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text))).replace("#", "").strip()
+                for _, text in found]
 
     problems, checked = [], 0
     for name, po in i18n.catalogs().items():
@@ -219,3 +221,25 @@ def test_every_translated_heading_renders_as_a_heading(book):
                 problems.append(f"{name}: {heading!r} stays English")
     assert checked > 50
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_predict_then_measure_keeps_the_measurement_collapsed(browser, base, book, edition):
+    """The measurement of a predict-then-measure exercise starts collapsed below its question."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    found = 0
+    try:
+        for path in _chapters(book, edition):
+            if "tag_predict-measure" not in (book / path).read_text(encoding="utf-8"):
+                continue
+            page.goto(f"{base}/{path}", wait_until="load")
+            page.wait_for_timeout(300)
+            cells = page.locator(".cell.tag_predict-measure")
+            for i in range(cells.count()):
+                found += 1
+                output = cells.nth(i).locator(".cell_output")
+                assert not output.is_visible(), f"{path}: a measurement shows before the reader predicts"
+    finally:
+        context.close()
+    assert found >= 3

@@ -6,8 +6,8 @@
  *    and ☰ of the article header do nothing (pydata-sphinx-theme issue 2451, sphinx-book-theme
  *    issue 988). Every other button of the class forwards its click to the first one, so the
  *    themes' own handlers run: the sidebar collapses on a wide screen and opens as a dialog on a
- *    phone. Once the themes bind every button this forwarding is never reached twice: it stops when
- *    the first button is the one clicked.
+ *    phone. Should a later theme bind every button, nothing runs twice: the forwarding listener
+ *    (capture phase) stops the click on the other button before the theme's own listener sees it.
  * 2. The language switch keeps the section the reader is in: both editions share the section ids
  *    (made from the English headings before the translation is applied), so the #anchor carries over.
  */
