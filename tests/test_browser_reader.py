@@ -243,3 +243,23 @@ def test_predict_then_measure_keeps_the_measurement_collapsed(browser, base, boo
     finally:
         context.close()
     assert found >= 3
+
+
+def test_wide_sliders_have_a_number_box_that_reaches_every_value(browser, base, book):
+    """01's tensor-bytes panel: its text suggests a 49152 × 12288 matrix, which a slider of a few
+    hundred pixels over 1–65 536 cannot land on; its number boxes can."""
+    context, page = _open(browser, base, "chapters/01_precision.html", DESKTOP)
+    try:
+        panel = page.locator(".lectorch-panel[data-live='tensor_bytes']")
+        page.wait_for_function("() => document.querySelector(\".lectorch-panel[data-live='tensor_bytes'].lp-ready\")")
+        for name, value in (("rows", 49152), ("cols", 12288)):
+            box = panel.locator(f"input.lp-number-box[data-readout='{name}']")
+            box.fill(str(value))
+            box.press("Enter")
+            box.dispatch_event("change")
+        values = panel.locator(".lp-result").get_attribute("data-values")
+        assert '"rows": 49152' in values.replace(":", ": ").replace(":  ", ": ") or '"rows":49152' in values, values
+        assert "12288" in values
+        assert panel.locator("[data-control='rows']").input_value() == "49152"
+    finally:
+        context.close()

@@ -188,6 +188,11 @@ def _control_html(spec: dict, disabled: bool) -> str:
     else:
         widget = f'<input type="text" value="{html.escape(str(spec["value"]))}" size="40" {attrs}>'
     out = f'<output data-readout="{html.escape(name)}">{readout}</output>' if kind.endswith("slider") else ""
+    if kind == "int-slider" and (spec["max"] - spec["min"]) / spec["step"] > 1000:
+        # a slider a few hundred pixels long cannot reach every one of thousands of values: a number box can
+        out = (f'<input type="number" class="lp-number-box" data-readout="{html.escape(name)}" min="{spec["min"]}" '
+               f'max="{spec["max"]}" step="{spec["step"]}" value="{spec["value"]}" '
+               f'aria-label="{html.escape(spec["label"])} (number)"{" disabled" if disabled else ""}>')
     return (f'<label class="lp-control lp-{kind}"><span class="lp-label">{html.escape(spec["label"])}</span>'
             f"{widget}{out}</label>")
 
