@@ -122,6 +122,9 @@ FIXED_UI = [
     "Run the notebook to get feedback on your answer.",
     "computed in this page from lectorch's data (no kernel needed); run the notebook for the parts that measure",
     "snapshot of a run on {device} — run the notebook to explore",
+    # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
+    # collapses only outputs (the measurements of predict-then-measure exercises)
+    "Show code cell {type}", "Hide code cell {type}",
 ]
 
 
@@ -179,6 +182,7 @@ def _translate_configuration(app, config) -> None:
         options["extra_footer"] = _(options["extra_footer"])
     config.html_theme_options = options
     config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
+    config.nb_code_prompt_show, config.nb_code_prompt_hide = _("Show code cell {type}"), _("Hide code cell {type}")
 
 
 _RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
