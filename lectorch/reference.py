@@ -2,8 +2,9 @@
 
 ``make gpu-check`` on a GPU box writes one JSON file per run; committed as
 ``benchmarks/reference/<device-slug>.json`` it lets a book built on a CPU still carry real GPU
-figures. :func:`show` prints the runs' values of some measurement keys, labelled with device, torch
-version and date; with no committed run it says so and never prints a number it does not have.
+figures. :func:`show` prints what the datasheet and the roofline predict for some measurement keys on
+a common GPU (labelled as a prediction), then the runs' values, labelled with device, torch version
+and date; with no committed run it says so and never prints a measurement it does not have.
 
 >>> import json, tempfile
 >>> run = {"device": "NVIDIA H200", "torch": "2.11.0+cu130", "date": "2026-12-01",
@@ -12,12 +13,21 @@ version and date; with no committed run it says so and never prints a number it 
 >>> with tempfile.TemporaryDirectory() as d:
 ...     _ = pathlib.Path(d, "nvidia-h200.json").write_text(json.dumps(run))
 ...     show("h2d_pinned_1GiB_GBps", "matmul_bf16_8192", directory=d)
+prediction for an H100 SXM from its datasheet and the roofline (not a measurement)
+h2d_pinned_1GiB_GBps  at most 63 GB/s: the peak of its PCIe 5.0 ×16 host link
+matmul_bf16_8192      at most 989.5 TFLOP/s (MFU ≤ 1), at least 1.11 ms: compute-bound
+<BLANKLINE>
 reference GPU runs (measured by `make gpu-check`)
 device       torch         date        h2d_pinned_1GiB_GBps  matmul_bf16_8192
 NVIDIA H200  2.11.0+cu130  2026-12-01  52.3 GB/s             780 TFLOP/s, MFU 0.79, 1.41 ms
 >>> with tempfile.TemporaryDirectory() as d:
 ...     show("matmul_bf16_8192", directory=d)
-No reference GPU run is committed yet: run `make gpu-check` on a GPU box and commit its reference.json as benchmarks/reference/<device>.json.
+prediction for an H100 SXM from its datasheet and the roofline (not a measurement)
+matmul_bf16_8192  at most 989.5 TFLOP/s (MFU ≤ 1), at least 1.11 ms: compute-bound
+no GPU run is recorded in this book: compare the prediction with what your own GPU measured above
+
+Without a committed run the table is only the prediction: a reader compares it with their own
+measurement (the chapter's cell above it). How a maintainer records a run: the README's "On a GPU".
 """
 
 from __future__ import annotations
@@ -50,10 +60,79 @@ KEYS: dict[str, str] = {
     "h2d_overlap_speedup": "time of copy-then-compute over copy overlapped with compute",
 }
 
+#: For the environment page (a maintainer's page): what to do when no run is committed.
 _NO_RUN = (
     "No reference GPU run is committed yet: run `make gpu-check` on a GPU box and commit its "
     "reference.json as benchmarks/reference/<device>.json."
 )
+
+#: The common GPU whose datasheet the chapters' predictions use.
+PREDICTION_GPU = "H100 SXM"
+
+#: The sizes ``make gpu-check`` measures at (tools/gpu_check.py), which the predictions assume.
+MLP_SETTING = {"dim": 4096, "num_layers": 8, "batch": 4096}
+OVERLAP_COPY_BYTES = 2**28        # 256 MiB of pinned host memory ...
+OVERLAP_MATMULS = (4, 8192)       # ... beside four 8192² bf16 matmuls
+
+
+def _matmul_prediction(spec, n: int, precision: str) -> str:
+    from lectorch.roofline import Roofline, matmul_bytes
+
+    roof = Roofline.from_gpu(spec, precision)
+    flops = 2 * n**3
+    nbytes = matmul_bytes(n, n, n, "fp32" if precision == "tf32" else precision)
+    seconds = max(flops / roof.peak_flops_per_s, nbytes / roof.bandwidth_bytes_per_s)
+    bound = roof.bound(flops / nbytes)
+    return (f"at most {flops / seconds / 1e12:.4g} TFLOP/s (MFU ≤ 1), at least {_seconds(seconds)}: "
+            f"{bound}-bound")
+
+
+def predict(key: str, gpu: str = PREDICTION_GPU) -> str:
+    """What the datasheet and the roofline predict for one measurement key on ``gpu``.
+
+    A prediction is a bound or a ratio of datasheet figures, never a measurement: real runs land
+    below the peaks (launch overheads, clocks, non-matmul work).
+
+    >>> predict("h2d_pinned_1GiB_GBps")
+    'at most 63 GB/s: the peak of its PCIe 5.0 ×16 host link'
+    >>> predict("backward_over_forward_time")
+    '2×: the backward pass does twice the forward FLOPs'
+    """
+    from lectorch.hardware import get_gpu
+    from lectorch.transfer import pcie_bytes_per_s
+
+    key, spec = _check_key(key), get_gpu(gpu)
+    # every GPU of the spec table but the PCIe 4.0 cards (A100, L4, T4, RTX 4090) sits on PCIe 5.0
+    generation = 4 if spec.architecture in ("Ampere", "Ada Lovelace", "Turing") else 5
+    link = pcie_bytes_per_s(generation)
+    if key == "h2d_pinned_1GiB_GBps":
+        return f"at most {link / 1e9:.3g} GB/s: the peak of its PCIe {generation}.0 ×16 host link"
+    if key == "h2d_pageable_1GiB_GBps":
+        return "below the pinned figure: a pageable copy is staged through a pinned buffer first"
+    if key.startswith("matmul_"):
+        _, precision, n = key.split("_")
+        return _matmul_prediction(spec, int(n), precision)
+    if key == "backward_over_forward_time":
+        return "2×: the backward pass does twice the forward FLOPs"
+    if key == "step_peak_bytes":
+        from lectorch.step_memory import step_timeline
+
+        s = MLP_SETTING
+        timeline = step_timeline(s["dim"], s["num_layers"], s["batch"], optimizer="adam")
+        return (f"{_bytes(timeline.peak - timeline.resting)} above resting memory for a D={s['dim']}, "
+                f"{s['num_layers']}-layer MLP, batch {s['batch']}, Adam (the step-memory model)")
+    if key == "bf16_over_fp32_step_time":
+        ratio = spec.dense["fp32"] / spec.dense["bf16"]
+        return (f"{ratio:.2g}× if the step were all matmuls (fp32 {spec.dense['fp32'] / 1e12:.4g} against "
+                f"bf16 {spec.dense['bf16'] / 1e12:.4g} TFLOP/s); small steps are launch-bound, nearer 1×")
+    if key == "checkpointing_time_overhead":
+        return "at most +33%: one more forward pass on top of forward + backward (3 forwards' worth)"
+    # h2d_overlap_speedup
+    count, n = OVERLAP_MATMULS
+    copy = OVERLAP_COPY_BYTES / link
+    compute = count * 2 * n**3 / spec.dense["bf16"]
+    return (f"at most {(copy + compute) / max(copy, compute):.3g}×: a {_bytes(OVERLAP_COPY_BYTES)} copy "
+            f"({_seconds(copy)}) hidden behind {count} {n}² bf16 matmuls ({_seconds(compute)})")
 
 
 def default_directory() -> pathlib.Path:
@@ -188,11 +267,19 @@ def format_value(key: str, value: Any) -> str:
 
 
 def table(*keys: str, directory: str | os.PathLike[str] | None = None) -> str:
-    """The text :func:`show` prints (one row per run; "not measured" where a run lacks a key)."""
+    """The text :func:`show` prints: the datasheet prediction of each key for a common GPU, then one
+    row per committed reference run ("not measured" where a run lacks a key)."""
     keys = tuple(_check_key(k) for k in keys)
+    if not keys:
+        raise ValueError("table() needs at least one measurement key, e.g. table('matmul_bf16_8192')")
+    width = max(map(len, keys))
+    lines = [f"prediction for an {PREDICTION_GPU} from its datasheet and the roofline (not a measurement)"]
+    lines += [f"{k.ljust(width)}  {predict(k)}" for k in keys]
     runs = load_runs(directory)
     if not runs:
-        return _NO_RUN
+        lines.append("no GPU run is recorded in this book: compare the prediction with what your own GPU "
+                     "measured above")
+        return "\n".join(lines)
     header = ["device", "torch", "date", *keys]
     rows = [[r.device, r.torch, r.date, *(format_value(k, r.measurements.get(k)) for k in keys)] for r in runs]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -200,11 +287,12 @@ def table(*keys: str, directory: str | os.PathLike[str] | None = None) -> str:
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
 
-    return "\n".join(["reference GPU runs (measured by `make gpu-check`)", line(header), *map(line, rows)])
+    return "\n".join([*lines, "", "reference GPU runs (measured by `make gpu-check`)", line(header), *map(line, rows)])
 
 
 def show(*keys: str, directory: str | os.PathLike[str] | None = None) -> None:
-    """Print each reference run's device, torch version, date and value of every key in ``keys``."""
+    """Print the prediction of every key in ``keys``, then each reference run's device, torch version,
+    date and values."""
     print(table(*keys, directory=directory))
 
 
@@ -229,5 +317,5 @@ def describe_runs(directory: str | os.PathLike[str] | None = None) -> list[str]:
     return lines
 
 
-__all__ = ["KEYS", "REFERENCE_DIR_ENV", "ReferenceRun", "default_directory", "describe_runs", "format_value",
-           "load_runs", "show", "table"]
+__all__ = ["KEYS", "PREDICTION_GPU", "REFERENCE_DIR_ENV", "ReferenceRun", "default_directory", "describe_runs", "format_value",
+           "load_runs", "predict", "show", "table"]

@@ -40,7 +40,25 @@ def extract(output: Path) -> Path:
     # a warning (e.g. a chapter mid-edit) makes the strict build fail; the catalogs are still written
     if not list((Path(output) / "_build" / "gettext").rglob("*.pot")):
         raise RuntimeError(f"gettext extraction failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
-    return Path(output) / "_build" / "gettext"
+    pot = Path(output) / "_build" / "gettext"
+    write_ui_template(pot)
+    return pot
+
+
+def write_ui_template(pot: Path) -> Path:
+    """The template of the generated text (panels, checkers, theme strings): ``_ui.pot`` beside the
+    pages' templates, so ``update``, ``status`` and the tests treat it as one more catalog."""
+    from babel.messages.catalog import Catalog
+
+    import sphinx_lectorch_i18n
+
+    catalog = Catalog()
+    for message in sphinx_lectorch_i18n.ui_messages():
+        catalog.add(message)
+    path = pot / f"{sphinx_lectorch_i18n.UI_CATALOG}.pot"
+    with open(path, "wb") as f:
+        write_po(f, catalog, width=0)
+    return path
 
 
 def update(names: list[str] | None = None) -> None:

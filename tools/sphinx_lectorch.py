@@ -1,7 +1,7 @@
 """A small Sphinx extension for the book.
 
-1. Hide the ``# NBVAL_IGNORE_OUTPUT`` marker line of code cells: it is for the test suite, not the
-   reader (the notebooks keep it).
+1. Hide the ``# NBVAL_IGNORE_OUTPUT`` marker line and the ``glue(...)`` calls of code cells: they are
+   for the test suite and the prose, not the reader (the notebooks keep them).
 2. Let the widgets typeset with MathJax 3: ipywidgets 8 controls call the MathJax 2 API
    (``MathJax.Hub.Queue``) whenever ``window.MathJax`` exists, which throws under MathJax 3
    ("Cannot read properties of undefined (reading 'Queue')"). A two-line adapter maps it onto
@@ -25,6 +25,7 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
    loads no widget manager (3.6 MB) and no widget state.
 5. The install line of the chapters' first cell and of the running page (``{lectorch-install}``),
    built from the one setting ``repository.url`` of ``_config.yml``.
+6. ``book_static/lectorch-nav.js``: the theme's sidebar buttons work at every width (see that file).
 """
 
 from __future__ import annotations
@@ -74,12 +75,37 @@ def install_cell_source(root: Path = ROOT) -> str:
 MARKERS = ("# NBVAL_IGNORE_OUTPUT",)
 
 
+def strip_bookkeeping(code: str) -> str:
+    r"""A code cell's source without its top-level ``glue(...)`` calls (even over several lines).
+
+    ``glue`` hands a computed value to the prose; the reader sees the value in the text, so the
+    call is bookkeeping. The notebook keeps it.
+
+    >>> strip_bookkeeping('x = 2\nglue("x", x)\nglue(\n    "y", 3\n)\nprint(x)')
+    'x = 2\nprint(x)'
+    """
+    kept, depth = [], 0
+    for line in code.split("\n"):
+        if depth == 0 and not re.match(r"glue\(", line):
+            kept.append(line)
+            continue
+        depth += line.count("(") - line.count(")")  # glue's arguments are plain names and literals
+        depth = max(depth, 0)
+    return "\n".join(kept).rstrip("\n")
+
+
 def _hide_test_markers(app, doctree) -> None:
+    """Hide the test-suite marker line and the ``glue(...)`` bookkeeping from the reader."""
     for block in doctree.findall(nodes.literal_block):
         text = block.astext()
         lines = text.split("\n")
+        stripped = text
         if lines and lines[0].strip() in MARKERS:
             stripped = "\n".join(lines[1:])
+        parent = block.parent
+        if isinstance(parent, nodes.container) and "cell_input" in parent.get("classes", []):
+            stripped = strip_bookkeeping(stripped) or stripped
+        if stripped != text:
             block.children = [nodes.Text(stripped)]
             block.rawsource = stripped
 
@@ -162,24 +188,29 @@ def _control_html(spec: dict, disabled: bool) -> str:
     else:
         widget = f'<input type="text" value="{html.escape(str(spec["value"]))}" size="40" {attrs}>'
     out = f'<output data-readout="{html.escape(name)}">{readout}</output>' if kind.endswith("slider") else ""
+    if kind == "int-slider" and (spec["max"] - spec["min"]) / spec["step"] > 1000:
+        # a slider a few hundred pixels long cannot reach every one of thousands of values: a number box can
+        out = (f'<input type="number" class="lp-number-box" data-readout="{html.escape(name)}" min="{spec["min"]}" '
+               f'max="{spec["max"]}" step="{spec["step"]}" value="{spec["value"]}" '
+               f'aria-label="{html.escape(spec["label"])} (number)"{" disabled" if disabled else ""}>')
     return (f'<label class="lp-control lp-{kind}"><span class="lp-label">{html.escape(spec["label"])}</span>'
             f"{widget}{out}</label>")
 
 
-def panel_html(data: dict, meta: dict, state: dict) -> str:
-    """The static page's form of a panel (see the module docstring)."""
+def panel_html(data: dict, meta: dict, state: dict, _=lambda text: text) -> str:
+    """The static page's form of a panel (see the module docstring); ``_`` translates its text."""
     live = data.get("live")
     specs = meta.get("controls", [])
     controls = "".join(_control_html(spec, disabled=True) for spec in specs)
-    title = html.escape(data.get("title", ""))
+    title = html.escape(_(data.get("title", "")))
     if live:
-        note = ("computed in this page from lectorch's data (no kernel needed); "
-                "run the notebook for the parts that measure")
+        note = html.escape(_("computed in this page from lectorch's data (no kernel needed); "
+                             "run the notebook for the parts that measure"))
         result = '<div class="lp-result" aria-live="polite"></div>'
         attrs = f' data-live="{html.escape(live)}" data-controls="{html.escape(json.dumps(specs))}"'
     else:
         device = html.escape(meta.get("device", "this machine"))
-        note = f"snapshot of a run on {device} — run the notebook to explore"
+        note = html.escape(_("snapshot of a run on {device} — run the notebook to explore")).format(device=device)
         stored = state.get(meta.get("result_model", ""), {}).get("state", {}).get("value", "")
         result = f'<div class="lp-result">{stored}</div>'
         attrs = ' data-snapshot="true"'
@@ -188,12 +219,13 @@ def panel_html(data: dict, meta: dict, state: dict) -> str:
             f'<p class="lp-note">{note}</p>{result}</div>')
 
 
-def check_html(data: dict) -> str:
+def check_html(data: dict, _=lambda text: text) -> str:
     """A checker cell's output in the static page: what the checker tests, not a verdict."""
-    summary = html.escape(data.get("summary") or "")
+    summary = html.escape(_(data.get("summary") or ""))
     exercise = html.escape(data.get("exercise") or "")
-    return (f'<div class="lectorch-check" data-exercise="{exercise}"><span class="lc-label">checker</span> '
-            f"{summary}. <i>Run the notebook to get feedback on your answer.</i></div>")
+    stop = "。" if summary and not summary.isascii() else ". "
+    return (f'<div class="lectorch-check" data-exercise="{exercise}"><span class="lc-label">{html.escape(_("checker"))}</span> '
+            f"{summary}{stop}<i>{html.escape(_('Run the notebook to get feedback on your answer.'))}</i></div>")
 
 
 def _patch_myst_nb() -> None:
@@ -204,12 +236,16 @@ def _patch_myst_nb() -> None:
     original = NbElementRenderer.render_unhandled
 
     def render_unhandled(self, data):
+        if data.mime_type in (PANEL_MIME, CHECK_MIME):
+            from sphinx_lectorch_i18n import ui_gettext  # the other local extension, same folder
+
+            _ = ui_gettext(self.renderer.document.settings.env.config.language)
         if data.mime_type == PANEL_MIME:
             source = self.renderer.document["source"]
             meta = (data.output_metadata or {}).get(PANEL_MIME, {})
-            return [nodes.raw("", panel_html(data.content, meta, _widget_state(source)), format="html")]
+            return [nodes.raw("", panel_html(data.content, meta, _widget_state(source), _), format="html")]
         if data.mime_type == CHECK_MIME:
-            return [nodes.raw("", check_html(data.content), format="html")]
+            return [nodes.raw("", check_html(data.content, _), format="html")]
         return original(self, data)
 
     NbElementRenderer.render_unhandled = render_unhandled
@@ -344,6 +380,7 @@ def setup(app):
     app.add_js_file(None, body=MATHJAX2_ADAPTER, priority=100)
     app.add_js_file("lectorch-live-data.js", priority=500)
     app.add_js_file("lectorch-live.js", priority=501, defer="defer")
+    app.add_js_file("lectorch-nav.js", priority=502, defer="defer")
     app.add_css_file("lectorch.css")
     app.add_directive("lectorch-install", InstallDirective)
     app.add_directive("lectorch-clone", CloneDirective)

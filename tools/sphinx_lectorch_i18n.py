@@ -6,13 +6,19 @@ prose is translated. This extension:
 
 1. keeps out of the catalogs what must not be translated: the API reference's docstrings (they
    document code and change with it), the outputs of code cells (shared like the code), display
-   math (``$$…$$`` is the same in every language) and the glossary's term lines (already
+   math (``$$…$$`` is the same in every language; figure captions of outputs are translated) and
+   the glossary's term lines (already
    bilingual, and the targets of every ``{term}`` link);
 2. puts a language switch on every page that leads to the same page in the other language
    (English at ``html/``, Chinese at ``html/zh/``), with ``hreflang`` alternates;
 3. lets ``{glue:text}`` roles in translated messages read the notebook's glued values, and
    translates the table of contents' part captions;
-4. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
+4. keeps a translated heading a heading: a message such as "1. 浮点数" would parse as a numbered
+   list, which Sphinx drops, leaving the English (see :func:`escape_block_start`);
+5. translates the text the book's tools generate (panel titles and notes, checker boxes, "Click to
+   show", the site title, author and footer) through one more catalog of the same folder,
+   ``_ui.po``, whose messages :func:`ui_messages` lists (``tools/i18n.py update`` extracts them);
+6. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
    the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
    translation uses (``vendor/fonts/``, made by ``tools/i18n.py font``).
 """
@@ -20,6 +26,7 @@ prose is translated. This extension:
 from __future__ import annotations
 
 import contextvars
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -30,6 +37,12 @@ HERE = Path(__file__).resolve().parent
 #: The other edition lives in this sub-folder of the English HTML output.
 ZH_FOLDER = "zh"
 SWITCH_CLASS = "lectorch-lang-switch"
+
+
+def _self_and_ancestors(node, stop):
+    while node is not None and node is not stop:
+        yield node
+        node = node.parent
 
 
 class KeepUntranslatable(Transform):
@@ -51,14 +64,125 @@ class KeepUntranslatable(Transform):
                 node["translatable"] = False
         # what a code cell printed or displayed (e.g. a table rendered from lectorch's data) is
         # output, shared by both editions like the code itself
+        # (a figure's caption, written in the cell's metadata, is prose: it stays translatable)
         for output in self.document.findall(nodes.container):
             if "cell_output" in output.get("classes", []):
                 for node in output.findall(nodes.TextElement):
-                    node["translatable"] = False
+                    if not any(isinstance(n, nodes.caption) for n in _self_and_ancestors(node, output)):
+                        node["translatable"] = False
         for node in self.document.findall(nodes.math_block):
             node["translatable"] = False
         for node in self.document.findall(nodes.term):
             node["translatable"] = False
+
+
+#: What makes a one-line message parse as a block other than a paragraph: "1. ", "2) ", "- ", "+ ", "* ".
+_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(\s)|^([-+*])(\s)")
+
+
+def escape_block_start(msgstr: str) -> str:
+    r"""Backslash-escape what would turn a translated message into a list instead of a paragraph.
+
+    Sphinx parses each translation as a small document and keeps it only if it is a paragraph (or a
+    title); "1. 数据类型" is a numbered list to both MyST and reStructuredText, so the heading
+    stayed English. Both parsers read ``1\.`` as a literal "1.".
+
+    >>> escape_block_start("1. 浮点数与舍入")
+    '1\\. 浮点数与舍入'
+    >>> escape_block_start("- 一项"), escape_block_start("显存 1. 不变")
+    ('\\- 一项', '显存 1. 不变')
+    """
+    return _BLOCK_START.sub(lambda m: (f"{m[1]}\\{m[2]}{m[3]}" if m[1] else f"\\{m[4]}{m[5]}"), msgstr, count=1)
+
+
+def _keep_translated_headings() -> None:
+    from sphinx.transforms import i18n as sphinx_i18n
+
+    if getattr(sphinx_i18n.publish_msgstr, "lectorch_patched", False):
+        return
+    original = sphinx_i18n.publish_msgstr
+
+    def publish_msgstr(app, source, source_path, source_line, config, settings):
+        if not source.startswith("::"):  # literal blocks are prefixed "::" by Sphinx: leave them
+            source = escape_block_start(source)
+        return original(app, source, source_path, source_line, config, settings)
+
+    publish_msgstr.lectorch_patched = True
+    sphinx_i18n.publish_msgstr = publish_msgstr
+
+
+#: The catalog (beside the pages' catalogs) of the text that the book's tools generate.
+UI_CATALOG = "_ui"
+ROOT = HERE.parent
+PANEL_MIME = "application/vnd.lectorch.panel+json"
+CHECK_MIME = "application/vnd.lectorch.check+json"
+#: The fixed strings of tools/sphinx_lectorch.py and of the theme's configuration.
+FIXED_UI = [
+    "Click to show", "Click to hide", "checker",
+    "Run the notebook to get feedback on your answer.",
+    "computed in this page from lectorch's data (no kernel needed); run the notebook for the parts that measure",
+    "snapshot of a run on {device} — run the notebook to explore",
+    # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
+    # collapses only outputs (the measurements of predict-then-measure exercises)
+    "Show code cell {type}", "Hide code cell {type}",
+]
+
+
+def ui_messages(root: Path = ROOT) -> list[str]:
+    """Every generated string to translate: the fixed ones, the site's title, author and footer
+    (``_config.yml``), and the titles of the panels and summaries of the checkers that the chapters'
+    stored outputs carry. In order of first appearance, each once."""
+    import json
+
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    found = list(FIXED_UI) + [config.get("title"), config.get("author"), config.get("html", {}).get("extra_footer")]
+    for notebook in sorted((root / "chapters").rglob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                found += [data.get(PANEL_MIME, {}).get("title"), data.get(CHECK_MIME, {}).get("summary")]
+    return list(dict.fromkeys(m for m in found if m))
+
+
+_UI_CACHE: dict[str, dict[str, str]] = {}
+
+
+def ui_gettext(language: str | None, root: Path = ROOT):
+    """A ``gettext`` for the generated text in ``language`` (the identity in English).
+
+    >>> ui_gettext("en")("checker")
+    'checker'
+    """
+    if not is_chinese(language):
+        return lambda text: text
+    if language not in _UI_CACHE:
+        from babel.messages.pofile import read_po
+
+        path = root / "locales" / language / "LC_MESSAGES" / f"{UI_CATALOG}.po"
+        table = {}
+        if path.exists():
+            with open(path, "rb") as f:
+                table = {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+        _UI_CACHE[language] = table
+    table = _UI_CACHE[language]
+    return lambda text: table.get(text, text)
+
+
+def _translate_configuration(app, config) -> None:
+    """The site title, author, footer and "Click to show" of the Chinese edition."""
+    if not is_chinese(config.language):
+        return
+    _ = ui_gettext(config.language)
+    config.html_title = _(config.html_title)
+    config.author = _(config.author)
+    options = dict(config.html_theme_options or {})
+    if options.get("extra_footer"):
+        options["extra_footer"] = _(options["extra_footer"])
+    config.html_theme_options = options
+    config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
+    config.nb_code_prompt_show, config.nb_code_prompt_hide = _("Show code cell {type}"), _("Hide code cell {type}")
 
 
 _RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
@@ -182,9 +306,11 @@ def _add_static(app) -> None:
 
 def setup(app):
     _let_translations_read_glue()
+    _keep_translated_headings()
     app.add_transform(KeepUntranslatable)
     app.connect("builder-inited", _add_static)
     app.add_css_file("lectorch-i18n.css")
     app.connect("html-page-context", _language_switch)
+    app.connect("config-inited", _translate_configuration, priority=900)
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toc collector
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -295,7 +295,8 @@
       var el = panel.querySelector('[data-control="' + spec.name + '"]');
       out[spec.name] = controlValue(el, spec);
       var ro = panel.querySelector('[data-readout="' + spec.name + '"]');
-      if (ro) ro.textContent = readout(spec, out[spec.name]);
+      if (ro && ro.tagName === "INPUT") { if (document.activeElement !== ro) ro.value = out[spec.name]; }
+      else if (ro) ro.textContent = readout(spec, out[spec.name]);
     });
     return out;
   }
@@ -322,6 +323,12 @@
         el.disabled = false;
         el.addEventListener(el.type === "text" ? "change" : "input", function () { update(panel); });
         if (el.type === "text") el.addEventListener("keyup", function (ev) { if (ev.key === "Enter") update(panel); });
+      });
+      // the number box of a wide slider sets the slider (which clamps it to its range and step)
+      panel.querySelectorAll("input[data-readout]").forEach(function (box) {
+        var slider = panel.querySelector('[data-control="' + box.getAttribute("data-readout") + '"]');
+        box.disabled = false;
+        box.addEventListener("change", function () { slider.value = box.value; box.value = slider.value; update(panel); });
       });
       panel.classList.add("lp-ready");
       update(panel);

@@ -1,0 +1,265 @@
+"""The reader's book in headless Chromium, both editions: navigation on a phone and a desktop, pages
+that fit the screen, translated headings that stay headings, and the language switch that keeps the
+section. One browser for the module and a few pages per test keep it cheap.
+
+``LECTORCH_BOOK_HTML=path/to/_build/html`` (with the Chinese edition in its ``zh/``) tests a book
+built beforehand instead of building both editions from clean.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import os
+import re
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--disable-quic", "--no-first-run"]
+PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+EDITIONS = ("", "zh/")
+
+
+@pytest.fixture(scope="module")
+def book(request) -> Path:
+    given = os.environ.get("LECTORCH_BOOK_HTML")
+    return Path(given) if given else request.getfixturevalue("built_book")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        if os.environ.get("LECTORCH_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed; `apt-get install chromium` to run the browser tests")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield browser
+        browser.close()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def base(book: Path):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(book)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def _chapters(book: Path, edition: str) -> list[str]:
+    return sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
+
+
+def _open(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
+    context = browser.new_context(viewport=viewport, has_touch=touch, is_mobile=touch)
+    # offline: only the book's own server
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
+    page = context.new_page()
+    page.goto(f"{base}/{path}", wait_until="load")
+    page.wait_for_timeout(500)
+    return context, page
+
+
+VISIBLE_CHAPTER_LINKS = """() => Array.from(document.querySelectorAll('nav.bd-docs-nav a.reference'))
+  .filter(a => { const r = a.getBoundingClientRect(), s = getComputedStyle(a);
+                 return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && r.right > 0 && r.left < innerWidth; })
+  .length"""
+
+
+def _visible(page, selector: str):
+    buttons = page.locator(selector)
+    shown = [buttons.nth(i) for i in range(buttons.count()) if buttons.nth(i).is_visible()]
+    assert shown, f"no visible {selector} button"
+    return shown[0]
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_sidebar_buttons_work_on_a_phone_and_a_desktop(browser, base, book, edition):
+    path = f"{edition}chapters/05_flops_mfu.html"
+    chapters = len(_chapters(book, edition))
+    # phone: tapping ≡ opens the chapter list as a dialog; tapping ☰ opens the page's contents
+    context, page = _open(browser, base, path, PHONE, touch=True)
+    try:
+        assert page.evaluate(VISIBLE_CHAPTER_LINKS) == 0
+        _visible(page, ".primary-toggle").tap()
+        page.wait_for_timeout(400)
+        assert page.evaluate("() => document.getElementById('pst-primary-sidebar-modal').open")
+        assert page.evaluate(VISIBLE_CHAPTER_LINKS) >= chapters
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(300)
+        _visible(page, ".secondary-toggle").tap()
+        page.wait_for_timeout(400)
+        assert page.evaluate("() => document.getElementById('pst-secondary-sidebar-modal').open")
+        assert page.locator("#pst-secondary-sidebar-modal nav.page-toc a").first.is_visible()
+    finally:
+        context.close()
+    # desktop: the chapter list is shown; ≡ hides it, and a second click brings it back
+    context, page = _open(browser, base, path, DESKTOP)
+    try:
+        assert page.evaluate(VISIBLE_CHAPTER_LINKS) >= chapters
+        toggle = _visible(page, ".primary-toggle")
+        toggle.click()
+        page.wait_for_timeout(600)
+        assert page.evaluate(VISIBLE_CHAPTER_LINKS) == 0
+        toggle.click()
+        page.wait_for_timeout(600)
+        assert page.evaluate(VISIBLE_CHAPTER_LINKS) >= chapters
+    finally:
+        context.close()
+
+
+def test_the_language_switch_keeps_the_section(browser, base, book):
+    for source, target in (("chapters/05_flops_mfu.html", "zh/chapters/05_flops_mfu.html"),
+                           ("zh/chapters/06_backward_6x.html", "chapters/06_backward_6x.html")):
+        context, page = _open(browser, base, source, DESKTOP)
+        try:
+            anchor = page.evaluate("() => document.querySelectorAll('article section[id]')[2].id")
+            page.goto(f"{base}/{source}#{anchor}")
+            page.locator(".lectorch-lang-switch a").click()
+            page.wait_for_load_state("load")
+            assert page.url.endswith(f"{target}#{anchor}"), page.url
+            assert page.locator(f"section[id='{anchor}']").count() == 1
+        finally:
+            context.close()
+
+
+FITS = """() => {
+  const pres = Array.from(document.querySelectorAll('article pre')).filter(p => p.offsetParent);
+  const eqs = Array.from(document.querySelectorAll('article mjx-container[display="true"]'));
+  const wide = eqs.filter(e => { const m = e.querySelector('mjx-math');
+                                 return m && m.getBoundingClientRect().width > e.parentElement.clientWidth + 1; });
+  return {page: document.documentElement.scrollWidth, pres: pres.length,
+          scrolling: pres.filter(p => p.scrollWidth > p.clientWidth + 1).length,
+          wideMath: wide.map(e => e.textContent.slice(0, 60))};
+}"""
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_pages_fit_a_phone_and_a_desktop(browser, base, book, edition):
+    pages = _chapters(book, edition)
+    problems, pres, scrolling = [], 0, 0
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        for path in pages:
+            page.goto(f"{base}/{path}", wait_until="load")
+            page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise", timeout=10000)
+            page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+            facts = page.evaluate(FITS)
+            pres, scrolling = pres + facts["pres"], scrolling + facts["scrolling"]
+            if facts["wideMath"]:
+                problems.append(f"{path}: display math wider than the column at 1280 px: {facts['wideMath']}")
+        page.set_viewport_size(PHONE)
+        for path in pages:
+            page.goto(f"{base}/{path}", wait_until="load")
+            page.wait_for_timeout(300)
+            width = page.evaluate("() => document.documentElement.scrollWidth")
+            if width > PHONE["width"]:
+                problems.append(f"{path}: {width} px wide at {PHONE['width']} px")
+    finally:
+        context.close()
+    assert scrolling <= 0.10 * pres, f"{scrolling} of {pres} code blocks scroll sideways at 1280 px"
+    assert not problems, "\n".join(problems)
+
+
+def test_glue_bookkeeping_is_hidden_from_the_reader(book):
+    for edition in EDITIONS:
+        for path in _chapters(book, edition):
+            page = (book / path).read_text(encoding="utf-8")
+            inputs = re.findall(r'<div class="cell_input docutils container">(.*?)</div>\s*</div>', page, re.S)
+            assert inputs, path
+            shown = [re.sub(r"<[^>]+>", "", block) for block in inputs]
+            assert not [s for s in shown if re.search(r"^glue\(", s, re.M)], f"{path} shows glue(...) calls"
+
+
+def test_every_translated_heading_renders_as_a_heading(book):
+    """A heading whose translation exists is rendered in Chinese, as a heading (h1–h6), with its
+    contents-list entry; "1. 浮点数…" once parsed as a list and the heading stayed English."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from babel.messages.pofile import read_po
+
+    import i18n
+
+    def headings(page: str) -> list[str]:
+        found = re.findall(r"<h([1-6])[^>]*>(.*?)</h\1>", page, re.S)
+        return [html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text))).replace("#", "").strip()
+                for _, text in found]
+
+    problems, checked = [], 0
+    for name, po in i18n.catalogs().items():
+        english_page, chinese_page = book / f"{name}.html", book / "zh" / f"{name}.html"
+        if not english_page.exists():
+            continue
+        with open(po, "rb") as f:
+            catalog = {m.id: m.string for m in read_po(f) if m.id and m.string and m.string != m.id}
+        english = headings(english_page.read_text(encoding="utf-8"))
+        chinese_html = chinese_page.read_text(encoding="utf-8")
+        chinese = set(headings(chinese_html))
+        for heading in english:
+            message = catalog.get(heading.replace("\\", ""))
+            if message is None:
+                continue
+            checked += 1
+            if heading in chinese:
+                problems.append(f"{name}: {heading!r} stays English")
+    assert checked > 50
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_predict_then_measure_keeps_the_measurement_collapsed(browser, base, book, edition):
+    """The measurement of a predict-then-measure exercise starts collapsed below its question."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    found = 0
+    try:
+        for path in _chapters(book, edition):
+            if "tag_predict-measure" not in (book / path).read_text(encoding="utf-8"):
+                continue
+            page.goto(f"{base}/{path}", wait_until="load")
+            page.wait_for_timeout(300)
+            cells = page.locator(".cell.tag_predict-measure")
+            for i in range(cells.count()):
+                found += 1
+                output = cells.nth(i).locator(".cell_output")
+                assert not output.is_visible(), f"{path}: a measurement shows before the reader predicts"
+    finally:
+        context.close()
+    assert found >= 3
+
+
+def test_wide_sliders_have_a_number_box_that_reaches_every_value(browser, base, book):
+    """01's tensor-bytes panel: its text suggests a 49152 × 12288 matrix, which a slider of a few
+    hundred pixels over 1–65 536 cannot land on; its number boxes can."""
+    context, page = _open(browser, base, "chapters/01_precision.html", DESKTOP)
+    try:
+        panel = page.locator(".lectorch-panel[data-live='tensor_bytes']")
+        page.wait_for_function("() => document.querySelector(\".lectorch-panel[data-live='tensor_bytes'].lp-ready\")")
+        for name, value in (("rows", 49152), ("cols", 12288)):
+            box = panel.locator(f"input.lp-number-box[data-readout='{name}']")
+            box.fill(str(value))
+            box.press("Enter")
+            box.dispatch_event("change")
+        values = panel.locator(".lp-result").get_attribute("data-values")
+        assert '"rows": 49152' in values.replace(":", ": ").replace(":  ", ": ") or '"rows":49152' in values, values
+        assert "12288" in values
+        assert panel.locator("[data-control='rows']").input_value() == "49152"
+    finally:
+        context.close()
