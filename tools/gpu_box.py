@@ -221,7 +221,8 @@ def download_wheels(folder: pathlib.Path) -> None:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
            "--implementation", "cp", "-d", str(folder), "-r", str(folder / "requirements.txt"), "--quiet",
            "--index-url", PYPI] + [a for p in platforms for a in ("--platform", p)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull,
+                                                                           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     subprocess.run(cmd, check=True, env=env)
     wheels = sorted(folder.glob("*.whl"))
     size = sum(w.stat().st_size for w in wheels)
