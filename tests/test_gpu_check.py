@@ -243,3 +243,27 @@ def test_a_terminated_check_records_the_interrupted_step_and_stops_its_child(tmp
 def test_the_default_budget_leaves_a_minute_inside_a_560_s_command():
     assert gpu_check.DEFAULT_BUDGET_S + 60 <= 560
     assert gpu_check.INSTALL_TIMEOUT_S < gpu_check.DEFAULT_BUDGET_S
+
+
+# --- the rehearsal's pieces (the whole of it is `make gpu-rehearsal`, not run here) --------------------
+
+def test_the_check_installs_offline_whatever_pip_is_configured_with():
+    env = gpu_check.offline_pip_env({"PIP_FIND_LINKS": "/opt/wheels", "PIP_EXTRA_INDEX_URL": "file:///x", "PATH": "/bin"})
+    assert env == {"PATH": "/bin", "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",
+                   "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def test_the_rehearsal_runs_the_check_as_the_box_would(tmp_path, monkeypatch):
+    import gpu_rehearsal
+
+    monkeypatch.setenv("PIP_FIND_LINKS", "/somewhere")
+    monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
+    python = tmp_path / "box-venv" / "bin" / "python"
+    env = gpu_rehearsal.box_env(python, tmp_path / "home")
+    assert env["PATH"].split(os.pathsep)[0] == str(python.parent)  # the replica is python3
+    assert {k for k in env if k.startswith("PIP_")} == {"PIP_CONFIG_FILE", "PIP_NO_INDEX"}
+    assert env["PIP_CONFIG_FILE"] == os.devnull and env["HOME"] == str(tmp_path / "home")
+    assert "VIRTUAL_ENV" not in env and "PYTHONPATH" not in env
+    sent = gpu_rehearsal.sent_files()  # what the device tool sends: no venv, no ignored build output
+    assert "tools/gpu_check.py" in sent and "tools/gpu_box/carried.txt" in sent
+    assert not any(f.startswith((".venv/", "wheels/", "_build/")) for f in sent)
