@@ -15,7 +15,7 @@ GPU_WHEELS ?= wheels/gpu-cp312
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
-.PHONY: help install lock gpu-wheels gpu-check book test unit execute lab student grading-bundle grade clean translations
+.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book test unit execute lab student grading-bundle grade clean translations
 help:
 	@echo "make book     build the HTML book into _build/html (creates $(VENV) on first use)"
 	@echo "make test     run every test: lectorch, the chapters (nbval), the book build, the browser"
@@ -30,6 +30,7 @@ help:
 	@echo "make lock     re-resolve requirements.in into requirements.txt (CPU) and requirements-cuda.txt (CUDA)"
 	@echo "make gpu-wheels  download the wheels make gpu-check installs on an offline GPU box ($(GPU_WHEELS)/)"
 	@echo "make gpu-check   the whole GPU validation (DRY_RUN=1: the same steps on a CPU); results in OUT=dir"
+	@echo "make gpu-rehearsal  the GPU box's run on a replica of the box (Python 3.12, torch 2.11), on this CPU"
 	@echo "make clean    remove builds (keeps $(VENV))"
 
 install: $(STAMP)
@@ -54,12 +55,18 @@ lock:
 	@test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet uv==0.13.9; }
 	PATH="$(CURDIR)/.venv-lock/bin:$$PATH" .venv-lock/bin/python tools/lock.py cpu cuda
 
+# The wheels of tools/gpu_box/carried.txt (what the GPU box lacks), for cp312 manylinux x86-64.
 gpu-wheels:
-	@test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet uv==0.13.9; }
-	PATH="$(CURDIR)/.venv-lock/bin:$$PATH" .venv-lock/bin/python tools/lock.py gpu-wheels $(GPU_WHEELS)
+	$(PYTHON) tools/gpu_box.py wheels $(GPU_WHEELS)
 
-# On the GPU box its python3 (with a CUDA torch) runs the check, which makes .venv-gpu from the
-# carried wheels. DRY_RUN=1 walks the same steps here with $(VENV)'s Python.
+# The box's run rehearsed on a replica of its python3 (cached outside the repository; the first run
+# downloads torch 2.11 with its CUDA libraries, ~3 GB): every step but the GPU's, nbval over every
+# chapter included. Slow on a small CPU; not part of `make test`.
+gpu-rehearsal:
+	nice $(PYTHON) tools/gpu_rehearsal.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+
+# On the GPU box its python3 (with a CUDA torch) runs the check, which installs the carried wheels
+# into .venv-gpu/ on PYTHONPATH. DRY_RUN=1 walks the same steps here with $(VENV)'s Python.
 ifdef DRY_RUN
 gpu-check: $(STAMP)
 	$(BIN)/python tools/gpu_check.py --dry-run --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))

@@ -102,7 +102,9 @@ def test_harness_agrees_with_torch_utils_benchmark_on_the_same_work():
     work = lambda: time.sleep(0.004)  # noqa: E731
     ours = benchmark(work, device="cpu", warmup=1, trials=10, min_trial_s=0.02).median_s
     timer = torch_benchmark.Timer(stmt="work()", globals={"work": work}).blocked_autorange(min_run_time=0.2)
-    assert ours == pytest.approx(timer.median, rel=0.05)
+    # a sleep overshoots by up to a scheduler tick on busy cores, and the two run one after the
+    # other: 25 % still tells a harness that measures the call from one that does not (~0 or 2×)
+    assert ours == pytest.approx(timer.median, rel=0.25) and ours >= 0.004
 
 
 # --- the small helpers and bad input ------------------------------------------------------------

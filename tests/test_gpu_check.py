@@ -6,9 +6,11 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 
 import nbformat
 import pytest
@@ -17,6 +19,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import gpu_box  # noqa: E402
 import gpu_check  # noqa: E402
 import lock  # noqa: E402
 
@@ -40,7 +43,7 @@ def test_dry_run_passes_and_writes_the_same_files_as_a_gpu_run(dry_run):
     files = sorted(p.name for p in out.iterdir())
     assert files == ["logs.txt", "notebooks.tar.gz", "reference.json", "summary.txt"] and len(files) <= 8
     summary = (out / "summary.txt").read_text()
-    steps = ["install wheels", "torch sees the GPU", "bench_matmul --min-mfu 0.6", "reference measurements",
+    steps = ["preflight", "install wheels", "torch sees the GPU", "bench_matmul --min-mfu 0.6", "reference measurements",
              "nbval", "CUDA-only tests"]
     for step in steps:
         assert re.search(rf"^(PASS|SKIP) +[\d.]+s  {re.escape(step)}", summary, re.M), (step, summary)
@@ -164,9 +167,10 @@ def test_the_real_path_without_a_gpu_fails_clearly_and_still_writes_every_file(t
     (wheels / "requirements.txt").write_text("# nothing to install for this test\n")
     out = tmp_path / "out"
     code = gpu_check.main(["--wheels", str(wheels), "--out", str(out), "--budget", "200",
-                           "--venv", str(tmp_path / "venv")])
+                           "--site", str(tmp_path / "site")])
     assert code == 1
     summary = (out / "summary.txt").read_text()
+    assert re.search(r"^FAIL .*preflight  \(no nvidia-smi", summary, re.M), summary
     assert re.search(r"^PASS .*install wheels", summary, re.M), summary
     assert re.search(r"^FAIL .*torch sees the GPU", summary, re.M), summary
     assert re.search(r"^SKIP .*nbval  \(no usable GPU\)", summary, re.M), summary
@@ -180,5 +184,86 @@ def test_the_working_tree_and_the_wheels_fit_what_the_gpu_box_receives():
                             capture_output=True, text=True).stdout.split("\n")
     tree = sum((ROOT / f).stat().st_size for f in listed if f and (ROOT / f).is_file())
     wheels = sum(p.stat().st_size for p in (ROOT / "wheels" / "gpu-cp312").iterdir())
-    assert wheels < lock.GPU_WHEELS_MAX_MIB * 2**20
+    assert wheels < gpu_box.GPU_WHEELS_MAX_MIB * 2**20
     assert tree + wheels < 64 * 2**20, f"{(tree + wheels) / 2**20:.1f} MiB: over the 64 MiB sent to the GPU box"
+
+
+# --- a run stopped at its time limit still returns what it did ------------------------------------------
+
+def _start_check(tmp_path):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "requirements.txt").write_text("# nothing to install for this test\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "tools/gpu_check.py", "--cpu", "--wheels", str(wheels), "--out", str(out),
+                             "--site", str(tmp_path / "site")], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    return proc, out / "summary.txt"
+
+
+def _wait_for(path, text, proc, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and text in path.read_text():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_check_killed_midway_leaves_the_summary_of_the_steps_done(tmp_path):
+    proc, summary = _start_check(tmp_path)
+    try:
+        assert _wait_for(summary, "install wheels", proc), "no step recorded within 30 s"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # no handler runs: what is there was written step by step
+        proc.wait()
+    text = summary.read_text()
+    assert re.search(r"^PASS .*preflight  \(.*CUDA_LAUNCH_BLOCKING", text, re.M), text
+    assert re.search(r"^PASS .*install wheels", text, re.M) and "so far" in text.splitlines()[0]
+    run = json.loads((summary.parent / "reference.json").read_text())
+    assert run["partial"] is True and run["dry_run"] is True
+    assert not list(summary.parent.glob("*.tmp"))
+
+
+def test_a_terminated_check_records_the_interrupted_step_and_stops_its_child(tmp_path):
+    proc, summary = _start_check(tmp_path)
+    try:
+        assert _wait_for(summary, "install wheels", proc), "no step recorded within 30 s"
+        proc.send_signal(signal.SIGTERM)  # what `timeout` sends at a time limit
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = summary.read_text()
+    assert proc.returncode == 1 and "so far" not in text.splitlines()[0], text
+    assert re.search(r"^FAIL .*interrupted \(signal 15\)", text, re.M), text
+    assert (summary.parent / "notebooks.tar.gz").exists()
+
+
+def test_the_default_budget_leaves_a_minute_inside_a_560_s_command():
+    assert gpu_check.DEFAULT_BUDGET_S + 60 <= 560
+    assert gpu_check.INSTALL_TIMEOUT_S < gpu_check.DEFAULT_BUDGET_S
+
+
+# --- the rehearsal's pieces (the whole of it is `make gpu-rehearsal`, not run here) --------------------
+
+def test_the_check_installs_offline_whatever_pip_is_configured_with():
+    env = gpu_check.offline_pip_env({"PIP_FIND_LINKS": "/opt/wheels", "PIP_EXTRA_INDEX_URL": "file:///x", "PATH": "/bin"})
+    assert env == {"PATH": "/bin", "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",
+                   "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def test_the_rehearsal_runs_the_check_as_the_box_would(tmp_path, monkeypatch):
+    import gpu_rehearsal
+
+    monkeypatch.setenv("PIP_FIND_LINKS", "/somewhere")
+    monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
+    python = tmp_path / "box-venv" / "bin" / "python"
+    env = gpu_rehearsal.box_env(python, tmp_path / "home")
+    assert env["PATH"].split(os.pathsep)[0] == str(python.parent)  # the replica is python3
+    assert {k for k in env if k.startswith("PIP_")} == {"PIP_CONFIG_FILE", "PIP_NO_INDEX"}
+    assert env["PIP_CONFIG_FILE"] == os.devnull and env["HOME"] == str(tmp_path / "home")
+    assert "VIRTUAL_ENV" not in env and "PYTHONPATH" not in env
+    sent = gpu_rehearsal.sent_files()  # what the device tool sends: no venv, no ignored build output
+    assert "tools/gpu_check.py" in sent and "tools/gpu_box/carried.txt" in sent
+    assert not any(f.startswith((".venv/", "wheels/", "_build/")) for f in sent)

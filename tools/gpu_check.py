@@ -1,23 +1,35 @@
 """The whole GPU validation of the course in one call: `make gpu-check` (see README, "On a GPU").
 
     python3 tools/gpu_check.py --out OUT [--wheels wheels/gpu-cp312]   # on the GPU box
-    python tools/gpu_check.py --dry-run --out OUT                      # the same steps on a CPU
+    python3 tools/gpu_check.py --cpu --out OUT                          # every step for real, on a CPU
+    python tools/gpu_check.py --dry-run --out OUT                       # the same steps, only collected
 
-On the GPU box (its own Python with a CUDA torch, no package registry) it makes a venv with the
-system site packages, installs the carried wheels into it (everything but torch), asserts that torch
-sees the GPU, runs the CUDA-only tests, nbval over every chapter (riskiest first, each bounded in
-time), the matmul benchmark with --min-mfu, and measures every figure the book shows from a
-reference GPU. It writes to OUT (at most 8 files):
+On the GPU box (its own ``python3``, itself a venv with a CUDA torch and ~190 packages, no package
+registry) it first reads what the run needs besides packages (preflight: GPU and driver, a C
+compiler and Python.h for Triton, CUDA_LAUNCH_BLOCKING unset, caches in a temporary folder), then
+installs the carried wheels (what the box lacks: tools/gpu_box/carried.txt) with that same
+interpreter's pip into a folder placed first on PYTHONPATH, so that the box's own torch, numpy and
+matplotlib stay visible. It asserts that torch sees the GPU, runs the matmul benchmark with
+--min-mfu, measures every figure the book shows from a reference GPU, then nbval over every chapter
+(riskiest first, each bounded in time) and the CUDA-only tests. Every step, the install included,
+is bounded in time and its failure recorded. It writes to OUT (at most 8 files), rewritten after
+every step, so that a run stopped at its time limit still returns the steps done so far:
 
     summary.txt        every step: PASS / FAIL / SKIP, seconds, a note
     reference.json     the run in the schema of benchmarks/reference/ (commit it from a real GPU)
     logs.txt           the output of every step (the tail of each where long)
     notebooks.tar.gz   the chapters as nbval executed them
 
-``--dry-run`` walks the same steps on a CPU with the current Python: the CUDA steps are reported
-as SKIP, tests and nbval are only collected, the measurements run tiny, and reference.json is marked
-``"dry_run": true`` (lectorch.reference refuses such a file). Only the standard library is imported
-here; the steps run in subprocesses of the venv's Python.
+``--cpu`` (what `make gpu-rehearsal` runs on a replica of the box) runs every step that needs no
+CUDA for real on the CPU: the install, nbval over every chapter, the CUDA-only test files (their
+CUDA tests skipped with reasons), the benchmark and the measurements at a tiny size. ``--dry-run``
+(inside `make test`) only resolves the wheels and collects the tests and chapters. Both mark
+reference.json ``"dry_run": true`` (lectorch.reference refuses such a file). Only the standard
+library is imported here; the steps run in subprocesses of the box's Python.
+
+pytest runs with the box's auto-loaded plugins off (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: pytest-cov,
+-xdist, -benchmark, -mock, anyio's…, none of which the course's tests are run with elsewhere) and
+loads by name the three it needs: nbval, pytest-timeout and hypothesis.
 """
 
 from __future__ import annotations
@@ -30,9 +42,12 @@ import json
 import os
 import pathlib
 import platform
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import tempfile
 import time
@@ -45,6 +60,17 @@ CUDA_TEST_FILES = ["tests/test_device.py", "tests/test_gpu_readiness.py", "tests
                    "tests/test_transfer.py", "tests/test_step_memory.py", "tests/test_train.py",
                    "tests/test_data.py", "tests/test_bench.py", "tests/test_hardware.py"]
 LOG_TAIL = 60_000  # characters of each step's output kept in logs.txt
+#: One device command runs at most 10 minutes and is given a 560 s limit; the check keeps a minute of
+#: margin inside that for its last files and the transfer back.
+DEFAULT_BUDGET_S = 500.0
+INSTALL_TIMEOUT_S = 180.0
+#: The plugins the check's pytest runs load by name (the box's others stay off: see the docstring).
+PYTEST_PLUGINS = ["-p", "nbval.plugin", "-p", "pytest_timeout", "-p", "_hypothesis_pytestplugin"]
+#: pip's configuration and environment (find-links, extra indexes, constraint files) have no place
+#: in an offline install from the carried folder: all of it off, and no index.
+PIP_OFFLINE_ENV = {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+STEPS = ["preflight", "install wheels", "torch sees the GPU", "bench_matmul --min-mfu 0.6",
+         "reference measurements", "nbval", "CUDA-only tests"]
 
 
 def chapters() -> list[str]:
@@ -59,39 +85,74 @@ def chapters() -> list[str]:
     return sorted(rel, key=rank)
 
 
+class Interrupted(Exception):
+    """SIGTERM (a time limit): stop the running step, record it and write what is known."""
+
+
+def _on_sigterm(signum, frame):
+    raise Interrupted(f"signal {signum}")
+
+
+def offline_pip_env(env: dict) -> dict:
+    """``env`` without any PIP_* variable, with pip's configuration files off and no index."""
+    return {k: v for k, v in env.items() if not k.startswith("PIP_")} | PIP_OFFLINE_ENV
+
+
 class Check:
     """Runs the steps, keeps their results and logs, and knows the time left."""
 
-    def __init__(self, out: pathlib.Path, *, dry_run: bool, budget_s: float) -> None:
-        self.out, self.dry_run = out, dry_run
+    def __init__(self, out: pathlib.Path, *, mode: str, budget_s: float, scratch: pathlib.Path) -> None:
+        if mode not in ("gpu", "cpu", "dry"):
+            raise ValueError(f"mode must be 'gpu', 'cpu' or 'dry', got {mode!r}")
+        self.out, self.mode, self.dry_run = out, mode, mode == "dry"
         self.start = time.monotonic()
         self.deadline = self.start + budget_s
         self.results: list[tuple[str, str, float, str]] = []
         self.logs: list[str] = []
+        self.info: dict = {}
+        self.measurements: dict = {}
+        self.nbval: dict[str, str] = {n: "not run" for n in chapters()}
+        self.nb_dir = scratch / "notebooks"
+        self.nb_dir.mkdir(parents=True, exist_ok=True)
         self.python = sys.executable
         self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = str(ROOT) + os.pathsep + self.env.get("PYTHONPATH", "")
-        # Exact allocator readings need the default allocator (see lectorch.device.allocator_settings).
-        self.alloc_conf = {k: self.env.pop(k) for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
-                           if k in self.env}
+        # lectorch from the tree, and tools/ for the nbval capture plugin
+        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "tools"),
+                                                             self.env.get("PYTHONPATH", "")) if p)
+        # Exact allocator readings need the default allocator (see lectorch.device.allocator_settings);
+        # CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch and so falsifies every timing.
+        self.unset = {k: self.env.pop(k) for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+                                                   "CUDA_LAUNCH_BLOCKING") if k in self.env}
         self.env["MPLBACKEND"] = "Agg"
-        if not dry_run:
+        self.env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # Triton's, Inductor's and matplotlib's caches in the scratch folder: nothing of an earlier
+        # run, and no read-only home, can change this one.
+        for var, sub in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
+                         ("MPLCONFIGDIR", "matplotlib")):
+            (scratch / sub).mkdir(exist_ok=True)
+            self.env[var] = str(scratch / sub)
+        if mode == "gpu":
             self.env["LECTORCH_REQUIRE_GPU"] = "1"
+        else:
+            self.env.pop("LECTORCH_REQUIRE_GPU", None)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
     def record(self, name: str, status: str, seconds: float, note: str = "", log: str = "") -> str:
+        """Keep one step's result and rewrite the files in OUT at once: a kill loses no step done."""
         self.results.append((name, status, seconds, note))
         line = f"{status:4s} {seconds:6.1f}s  {name}" + (f"  ({note})" if note else "")
         print(line, flush=True)
         if log:
             tail = log if len(log) <= LOG_TAIL else "[… cut …]\n" + log[-LOG_TAIL:]
             self.logs.append(f"===== {name}: {status} in {seconds:.1f}s\n{tail}\n")
+        write_outputs(self, final=False)
         return status
 
     def run(self, name: str, cmd: list[str], *, timeout: float, ok_codes=(0,), note: str = "",
-            judge=None) -> tuple[str, str]:
+            judge=None, env: dict | None = None) -> tuple[str, str]:
         """Run ``cmd`` bounded by ``timeout`` and by the budget; PASS on ok_codes, else FAIL.
         ``judge(status, log) -> (status, note)`` may overrule the verdict before it is recorded."""
         timeout = min(timeout, self.left())
@@ -100,12 +161,14 @@ class Check:
             return "SKIP", ""
         t0 = time.monotonic()
         try:
-            proc = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
-            log, code = proc.stdout + proc.stderr, proc.returncode
+            log, code = bounded(cmd, self.env if env is None else env, timeout)
         except subprocess.TimeoutExpired as err:
-            out = err.stdout or b""
-            log = (out.decode(errors="replace") if isinstance(out, bytes) else out) + f"\n[timed out after {timeout:.0f}s]"
-            code = None
+            log, code = _text(err.output) + f"\n[timed out after {timeout:.0f}s]", None
+        except Interrupted as err:
+            self.record(name, "FAIL", time.monotonic() - t0, f"interrupted ({err}) during this step")
+            raise
+        except OSError as err:  # the interpreter or the program is missing
+            log, code = f"{type(err).__name__}: {err}", -1
         seconds = time.monotonic() - t0
         status = "PASS" if code in ok_codes else "FAIL"
         if code is None:
@@ -117,11 +180,68 @@ class Check:
         return self.record(name, status, seconds, note, f"$ {' '.join(cmd)}\n{log}"), log
 
 
+def _text(out) -> str:
+    return out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
+
+
+def bounded(cmd: list[str], env: dict, timeout: float) -> tuple[str, int]:
+    """Run ``cmd`` in a process group of its own; on a timeout or an interruption kill the whole
+    group (a pytest run would leave its kernels behind). Returns (stdout and stderr, exit code)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace", start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out, proc.returncode
+    except BaseException as err:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, _ = proc.communicate()
+        if isinstance(err, subprocess.TimeoutExpired):
+            raise subprocess.TimeoutExpired(cmd, timeout, output=out) from None
+        raise
+
+
 # ------------------------------------------------------------------------------------------------- steps
 
 
-def step_install(c: Check, wheels: pathlib.Path, venv: pathlib.Path) -> bool:
+def step_preflight(c: Check) -> None:
+    """What the run needs besides Python packages, read first: one line with every finding."""
+    found, problems = [], []
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as err:
+            out = ""
+            problems.append(f"nvidia-smi failed: {err}")
+        (found if out else problems).append(f"GPU, driver: {out.splitlines()[0]}" if out else "nvidia-smi lists no GPU")
+    else:
+        (problems if c.mode == "gpu" else found).append("no nvidia-smi")
+    # torch.compile on CUDA: Triton builds its launcher with a C compiler against Python.h
+    cc = next((shutil.which(n) for n in ("cc", "gcc", "clang") if shutil.which(n)), None)
+    (found if cc else problems).append(f"C compiler {cc}" if cc else
+                                       "no C compiler (cc, gcc, clang): torch.compile on CUDA fails")
+    header = pathlib.Path(sysconfig.get_paths()["include"]) / "Python.h"
+    (found if header.exists() else problems).append(
+        "Python.h" if header.exists() else f"no {header}: Triton cannot build its launcher")
+    found.append(f"unset {', '.join(sorted(c.unset))}" if c.unset else "CUDA_LAUNCH_BLOCKING unset")
+    found.append("Triton, Inductor and matplotlib caches in a temporary folder")
+    status = "FAIL" if problems and c.mode == "gpu" else "PASS"
+    c.record("preflight", status, 0.0, "; ".join(problems + found))
+
+
+def step_install(c: Check, wheels: pathlib.Path, site: pathlib.Path) -> bool:
+    """The carried wheels, by the box's own python3's pip, into ``site``, placed first on PYTHONPATH.
+
+    Not a venv: a venv made from the box's python3 (itself a venv) with --system-site-packages sees
+    the *base* interpreter's packages, not the box venv's, and so has no torch. ``pip --target``
+    keeps the interpreter and with it every package of the box; the carried set holds only what the
+    box lacks, so nothing of the box is shadowed."""
     req = wheels / "requirements.txt"
+    env = offline_pip_env(c.env)
     if c.dry_run:
         if not req.exists():
             c.record("install wheels", "SKIP", 0.0, f"dry run: no {wheels.name}/ here (make gpu-wheels); "
@@ -133,40 +253,20 @@ def step_install(c: Check, wheels: pathlib.Path, venv: pathlib.Path) -> bool:
             status, _ = c.run("install wheels", [
                 c.python, "-m", "pip", "install", "--dry-run", "--no-index", "--find-links", str(wheels), "--no-deps",
                 "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *plats,
-                "--target", tmp, "-r", str(req)], timeout=120, note="dry run: resolved for cp312, not installed")
+                "--target", tmp, "-r", str(req)], timeout=120, env=env, note="dry run: resolved for cp312, not installed")
         return status == "PASS"
     if not req.exists():
         c.record("install wheels", "FAIL", 0.0, f"no {wheels}/requirements.txt: run `make gpu-wheels` and carry it")
         return False
-    t0 = time.monotonic()
-    log = []
-
-    def sh(cmd: list[str]) -> int:
-        proc = subprocess.run(cmd, cwd=ROOT, env=c.env, capture_output=True, text=True, timeout=max(5, c.left()))
-        log.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
-        return proc.returncode
-
-    pip_args = ["install", "--quiet", "--no-index", "--no-deps", "--disable-pip-version-check", "--find-links",
-                str(wheels), "-r", str(req)]
+    shutil.rmtree(site, ignore_errors=True)
     n = len(list(wheels.glob("*.whl")))
-    if sh([sys.executable, "-m", "venv", "--system-site-packages", "--clear", str(venv)]) == 0:
-        if sh([str(venv / "bin" / "python"), "-m", "pip", *pip_args]) == 0:
-            c.python = str(venv / "bin" / "python")
-            c.record("install wheels", "PASS", time.monotonic() - t0,
-                     f"{n} wheels into {venv.name} (system site packages: the machine's torch)", "\n".join(log))
-            return True
-    # No venv module (python3-venv missing) or no pip in it: the machine's pip installs into a folder
-    # that PYTHONPATH puts before the system site packages (the same precedence as the venv).
-    target = venv / "site"
-    shutil.rmtree(target, ignore_errors=True)
-    if sh([sys.executable, "-m", "pip", *pip_args, "--target", str(target)]) == 0:
-        c.env["PYTHONPATH"] = str(target) + os.pathsep + c.env["PYTHONPATH"]
-        c.record("install wheels", "PASS", time.monotonic() - t0,
-                 f"{n} wheels into {venv.name}/site on PYTHONPATH (no venv here)", "\n".join(log))
-        return True
-    c.record("install wheels", "FAIL", time.monotonic() - t0, "neither a venv nor pip --target worked",
-             "\n".join(log))
-    return False
+    cmd = [c.python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-compile",
+           "--find-links", str(wheels), "--target", str(site), "-r", str(req)]
+    status, _ = c.run("install wheels", cmd, timeout=INSTALL_TIMEOUT_S, env=env,
+                      note=f"{n} wheels into {site.name}/, first on PYTHONPATH before the box's own packages")
+    if status == "PASS":
+        c.env["PYTHONPATH"] = str(site) + os.pathsep + c.env["PYTHONPATH"]
+    return status == "PASS"
 
 
 PROBE = """
@@ -184,7 +284,10 @@ print(json.dumps(info))
 def _probe_info(log: str) -> dict:
     for line in reversed(log.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return {}
     return {}
 
 
@@ -193,8 +296,9 @@ def step_gpu(c: Check) -> dict:
         info = _probe_info(log)
         if status != "PASS":
             return status, "torch failed to import or run"
-        if c.dry_run:
-            return "SKIP", f"dry run: torch {info.get('torch')} on CPU, CUDA {info.get('cuda')}"
+        if c.mode != "gpu":
+            return "SKIP", (f"{'dry run' if c.dry_run else 'on the CPU'}: torch {info.get('torch')}, "
+                            f"CUDA {info.get('cuda')}, no GPU asked for")
         if not info.get("available"):
             return "FAIL", f"torch {info.get('torch')} (CUDA {info.get('cuda')}) sees no CUDA device"
         return "PASS", f"{info['device']}, torch {info['torch']}, CUDA {info['cuda']}"
@@ -205,18 +309,30 @@ def step_gpu(c: Check) -> dict:
 
 def step_tests(c: Check) -> None:
     files = [f for f in CUDA_TEST_FILES if (ROOT / f).exists()]
-    cmd = [c.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files]
+    cmd = [c.python, "-m", "pytest", "-q", "-rs", *PYTEST_PLUGINS, "-p", "no:cacheprovider", *files]
     if c.dry_run:
         c.run("CUDA-only tests", cmd + ["--collect-only"], timeout=120, note="dry run: collected only")
-    else:
-        c.run("CUDA-only tests", cmd + ["--timeout=120"], timeout=150, note=f"{len(files)} files, LECTORCH_REQUIRE_GPU=1")
+        return
+
+    def judge(status: str, log: str) -> tuple[str, str]:
+        tally = next((line.strip("= ") for line in reversed(log.splitlines())
+                      if re.search(r"\d+ (passed|failed|skipped|error)", line)), "no pytest summary")
+        reasons = sorted(set(re.findall(r"SKIPPED \[\d+\] [^:]+:\d+: (.*)", log)))
+        note = f"{len(files)} files: {tally}"
+        if reasons:
+            note += f"; skipped because: {'; '.join(reasons)}"[:400]
+        if status == "PASS" and c.mode == "cpu" and not reasons:
+            return "FAIL", note + "; on the CPU the CUDA tests should skip with reasons"
+        return status, note
+
+    c.run("CUDA-only tests", cmd + ["--timeout=120"], timeout=180, judge=judge)
 
 
 def step_bench(c: Check) -> None:
-    if c.dry_run:
+    if c.mode != "gpu":
         c.run("bench_matmul --min-mfu 0.6", [c.python, "benchmarks/bench_matmul.py", "--device", "cpu", "--sizes", "64",
                                             "--dtypes", "fp32", "--trials", "2", "--timer-min-s", "0.05"],
-              timeout=90, note="dry run: 64³ fp32 on CPU, MFU not judged (no datasheet peak)")
+              timeout=90, note="on the CPU: 64³ fp32, MFU not judged (no datasheet peak)")
     else:
         c.run("bench_matmul --min-mfu 0.6", [c.python, "benchmarks/bench_matmul.py", "--sizes", "8192", "--dtypes", "bf16",
                                             "--min-mfu", "0.6"], timeout=90, note="bf16 8192³")
@@ -224,40 +340,35 @@ def step_bench(c: Check) -> None:
 
 def step_measure(c: Check, path: pathlib.Path) -> dict:
     cmd = [c.python, str(ROOT / "tools" / "gpu_check.py"), "measure", "--json", str(path)]
-    if c.dry_run:
+    if c.mode != "gpu":
         cmd.append("--dry-run")
-    status, _ = c.run("reference measurements", cmd, timeout=60 if c.dry_run else 180)
+    c.run("reference measurements", cmd, timeout=180, note="" if c.mode == "gpu" else "on the CPU, tiny sizes")
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return {}
 
 
-def step_nbval(c: Check, nb_dir: pathlib.Path, reserve_s: float) -> dict[str, str]:
-    results: dict[str, str] = {}
-    capture = ["-p", "gpu_check_capture"]
+def step_nbval(c: Check, reserve_s: float, chapter_timeout_s: float) -> None:
+    if c.dry_run:  # the dry run collects every chapter in one go
+        cmd = [c.python, "-m", "pytest", "-q", *PYTEST_PLUGINS, "-p", "no:cacheprovider", "--collect-only", *chapters()]
+        c.run("nbval (collect every chapter)", cmd, timeout=120, note="dry run: collected only")
+        c.nbval = {n: "not run (dry run)" for n in chapters()}
+        return
+    env = dict(c.env, GPU_CHECK_NOTEBOOKS=str(c.nb_dir))
     for nb in chapters():
-        if c.dry_run and results:  # the dry run collects every chapter in one go below
-            break
-        if c.dry_run:
-            cmd = [c.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", *chapters()]
-            status, _ = c.run("nbval (collect every chapter)", cmd, timeout=120, note="dry run: collected only")
-            results = {n: "not run (dry run)" for n in chapters()}
-            break
         left = c.left() - reserve_s
         if left < 20:
+            c.nbval[nb] = "skipped"
             c.record(f"nbval {nb}", "SKIP", 0.0, "out of time budget")
-            results[nb] = "skipped"
             continue
-        env_out = dict(c.env, GPU_CHECK_NOTEBOOKS=str(nb_dir))
-        saved, c.env = c.env, env_out
-        try:
-            status, _ = c.run(f"nbval {nb}", [c.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *capture,
-                                              "--nbval-cell-timeout=90", nb], timeout=min(150, left))
-        finally:
-            c.env = saved
-        results[nb] = "passed" if status == "PASS" else "failed"
-    return results
+        c.nbval[nb] = "interrupted"  # until the run below returns
+        status, _ = c.run(f"nbval {nb}", [c.python, "-m", "pytest", "-q", *PYTEST_PLUGINS, "-p", "no:cacheprovider",
+                                          "-p", "gpu_check_capture", "--nbval-cell-timeout=90", nb],
+                          timeout=min(chapter_timeout_s, left), env=env)
+        c.nbval[nb] = "passed" if status == "PASS" else "failed"
+        write_notebooks(c)
+        write_outputs(c, final=False)
 
 
 # ---------------------------------------------------------------------------------------- measurements
@@ -355,9 +466,6 @@ def measure(dry_run: bool) -> dict:
     return m
 
 
-# ------------------------------------------------------------------------------------------------ main
-
-
 def _git_commit() -> str:
     if os.environ.get("LECTORCH_COMMIT"):
         return os.environ["LECTORCH_COMMIT"]
@@ -377,36 +485,71 @@ def _driver() -> str | None:
         return None
 
 
-def write_outputs(c: Check, info: dict, measurements: dict, nbval: dict, nb_dir: pathlib.Path) -> None:
+def write_outputs(c: Check, *, final: bool) -> None:
+    """summary.txt, logs.txt and reference.json as they stand (each written whole, then renamed)."""
     total = time.monotonic() - c.start
+    info = c.info
     reference = {
-        "device": info.get("device", "cpu (dry run)" if c.dry_run else "unknown"),
+        "device": info.get("device", "unknown" if c.mode == "gpu" else f"cpu ({'dry run' if c.dry_run else '--cpu'})"),
         "driver": _driver(), "torch": info.get("torch"), "cuda": info.get("cuda"), "python": info.get("python"),
         "date": datetime.date.today().isoformat(), "lectorch_commit": _git_commit(),
-        "nbval": nbval, "measurements": measurements, "check_seconds": round(total, 1),
+        "nbval": c.nbval, "measurements": c.measurements, "check_seconds": round(total, 1),
     }
-    if c.alloc_conf:
-        reference["unset_for_the_check"] = c.alloc_conf
-    if c.dry_run:
+    if c.unset:
+        reference["unset_for_the_check"] = c.unset
+    if c.mode != "gpu":
         reference["dry_run"] = True
-    (c.out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n")
-    lines = [f"make gpu-check{' DRY_RUN=1' if c.dry_run else ''}: {reference['device']}, torch {reference['torch']}, "
-             f"{reference['date']}, {total:.0f}s"]
+    if not final:
+        reference["partial"] = True
+    title = {"gpu": "", "cpu": " (--cpu)", "dry": " DRY_RUN=1"}[c.mode]
+    lines = [f"make gpu-check{title}: {reference['device']}, torch {reference['torch']}, {reference['date']}, "
+             f"{total:.0f}s{'' if final else ' so far (running, or stopped before its end)'}"]
     lines += [f"{s:4s} {sec:6.1f}s  {name}" + (f"  ({note})" if note else "") for name, s, sec, note in c.results]
-    fails = sum(s == "FAIL" for _, s, _, _ in c.results)
-    lines.append(f"{sum(s == 'PASS' for _, s, _, _ in c.results)} passed, {fails} failed, "
-                 f"{sum(s == 'SKIP' for _, s, _, _ in c.results)} skipped")
-    (c.out / "summary.txt").write_text("\n".join(lines) + "\n")
-    (c.out / "logs.txt").write_text("".join(c.logs))
-    with tarfile.open(c.out / "notebooks.tar.gz", "w:gz") as tar:
-        for nb in sorted(nb_dir.glob("*.ipynb")):
+    lines.append(tally(c))
+    _write(c.out / "reference.json", json.dumps(reference, indent=2) + "\n")
+    _write(c.out / "logs.txt", "".join(c.logs))
+    _write(c.out / "summary.txt", "\n".join(lines) + "\n")
+
+
+def tally(c: Check) -> str:
+    count = {s: sum(r[1] == s for r in c.results) for s in ("PASS", "FAIL", "SKIP")}
+    return f"{count['PASS']} passed, {count['FAIL']} failed, {count['SKIP']} skipped"
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_notebooks(c: Check) -> None:
+    """notebooks.tar.gz: the chapters nbval has executed so far."""
+    tmp = c.out / "notebooks.tar.gz.tmp"
+    with tarfile.open(tmp, "w:gz") as tar:
+        for nb in sorted(c.nb_dir.glob("*.ipynb")):
             tar.add(nb, arcname=f"executed/{nb.name}")
-        if not any(nb_dir.glob("*.ipynb")):
+        if not any(c.nb_dir.glob("*.ipynb")):
             note = b"no chapter was executed (dry run: nbval only collected the chapters)\n"
             ti = tarfile.TarInfo("executed/README.txt")
             ti.size = len(note)
             tar.addfile(ti, io.BytesIO(note))
-    print("\n".join(lines[-1:]))
+    tmp.replace(c.out / "notebooks.tar.gz")
+
+
+def run_steps(c: Check, wheels: pathlib.Path, site: pathlib.Path, chapter_timeout_s: float) -> None:
+    step_preflight(c)
+    if not step_install(c, wheels, site):
+        return
+    c.info = step_gpu(c)
+    if c.mode == "gpu" and not c.info.get("available"):
+        for name in ("bench_matmul --min-mfu 0.6", "reference measurements", "nbval", "CUDA-only tests"):
+            c.record(name, "SKIP", 0.0, "no usable GPU")
+        return
+    # what the reference file needs first, then every chapter, then the unit tests
+    step_bench(c)
+    c.measurements = step_measure(c, c.nb_dir.parent / "measurements.json")
+    step_nbval(c, reserve_s=60 if c.mode == "gpu" else 30, chapter_timeout_s=chapter_timeout_s)
+    step_tests(c)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -414,9 +557,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mode", nargs="?", default="check", choices=["check", "measure"])
     parser.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "_build" / "gpu-check"))
     parser.add_argument("--wheels", default=str(ROOT / "wheels" / "gpu-cp312"))
-    parser.add_argument("--venv", default=str(ROOT / ".venv-gpu"), help="the venv the check makes on the GPU box")
-    parser.add_argument("--dry-run", action="store_true", help="walk the steps on a CPU (CUDA steps SKIP)")
-    parser.add_argument("--budget", type=float, default=510.0, help="seconds for the whole check (default 510)")
+    parser.add_argument("--site", "--venv", dest="site", default=str(ROOT / ".venv-gpu"),
+                        help="where the carried wheels are installed (first on PYTHONPATH; default .venv-gpu)")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--dry-run", action="store_true", help="walk the steps on a CPU, only collecting (CUDA steps SKIP)")
+    how.add_argument("--cpu", action="store_true", help="run every step that needs no CUDA for real, on the CPU")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S,
+                        help=f"seconds for the whole check (default {DEFAULT_BUDGET_S:.0f}: a minute of margin "
+                             "inside one device command run with a 560 s limit)")
+    parser.add_argument("--chapter-timeout", type=float, default=150.0, help="seconds for one chapter's nbval")
     parser.add_argument("--json", help="measure mode: where to write the measurements")
     args = parser.parse_args(argv)
     if args.mode == "measure":
@@ -425,33 +574,27 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
 
+    mode = "dry" if args.dry_run else "cpu" if args.cpu else "gpu"
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for old in ("summary.txt", "reference.json", "logs.txt", "notebooks.tar.gz"):
         (out / old).unlink(missing_ok=True)
-    c = Check(out, dry_run=args.dry_run, budget_s=args.budget)
-    print(f"gpu-check{' (dry run)' if args.dry_run else ''}: {platform.python_version()}, budget {args.budget:.0f}s, "
-          f"writing to {out.name}/", flush=True)
-    if c.alloc_conf:
-        print(f"unset for the check: {c.alloc_conf} (exact allocator readings need the default allocator)")
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = pathlib.Path(tmp)
-        nb_dir = tmp / "notebooks"
-        nb_dir.mkdir()
-        c.env["PYTHONPATH"] = str(ROOT / "tools") + os.pathsep + c.env["PYTHONPATH"]  # the capture plugin
-        info, measurements, nbval = {}, {}, {n: "not run" for n in chapters()}
-        if step_install(c, pathlib.Path(args.wheels), pathlib.Path(args.venv)):
-            info = step_gpu(c)
-            if c.dry_run or info.get("available"):
-                # what the reference file needs first, then every chapter, then the unit tests
-                step_bench(c)
-                measurements = step_measure(c, tmp / "measurements.json")
-                nbval = step_nbval(c, nb_dir, reserve_s=60)
-                step_tests(c)
-            else:
-                for name in ("CUDA-only tests", "bench_matmul --min-mfu 0.6", "reference measurements", "nbval"):
-                    c.record(name, "SKIP", 0.0, "no usable GPU")
-        write_outputs(c, info, measurements, nbval, nb_dir)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+            c = Check(out, mode=mode, budget_s=args.budget, scratch=pathlib.Path(tmp))
+            print(f"gpu-check ({mode}): Python {platform.python_version()}, budget {args.budget:.0f}s, "
+                  f"writing to {out.name}/ after every step", flush=True)
+            try:
+                run_steps(c, pathlib.Path(args.wheels), pathlib.Path(args.site), args.chapter_timeout)
+            except Interrupted as err:
+                c.record("the check", "FAIL", time.monotonic() - c.start, f"interrupted ({err}); the steps above ran")
+            finally:
+                write_notebooks(c)
+                write_outputs(c, final=True)
+                print(tally(c), flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 1 if any(s == "FAIL" for _, s, _, _ in c.results) else 0
 
 

@@ -1,7 +1,6 @@
-"""Resolve requirements.in into one lock per accelerator, and fetch the wheels a GPU box needs.
+"""Resolve requirements.in into one lock per accelerator (the GPU box's wheels: tools/gpu_box.py).
 
     python tools/lock.py cpu cuda          # write requirements.txt and requirements-cuda.txt
-    python tools/lock.py gpu-wheels DIR    # cp312 manylinux wheels for `make gpu-check` (no torch)
 
 The resolver is uv (`uv pip compile`, installed from PyPI into a scratch venv by `make lock`), which
 resolves for a platform other than this one: both locks are made for CPython 3.11 on
@@ -31,17 +30,6 @@ PYPI = "https://pypi.org/simple"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: Packages the GPU box brings with its own torch build; never carried, never pinned there.
 TORCH_STACK = re.compile(r"^(torch|triton|nvidia-[\w-]+|cuda-[\w-]+)==", re.I)
-#: What `make gpu-check` needs on top of the GPU box's torch: lectorch, its tests and nbval.
-GPU_CHECK_PACKAGES = ["numpy", "einops", "jaxtyping", "matplotlib", "ipywidgets", "tqdm", "ipykernel", "nbclient",
-                      "nbformat", "nbval", "pytest", "pytest-timeout", "hypothesis", "pyyaml"]
-#: Dependencies of those that nothing the check runs imports, left out to keep the folder small (the
-#: working tree sent to the GPU box is at most 64 MiB); the check installs with --no-deps.
-#: debugpy: ipykernel's debugger (optional there); jedi: IPython's tab completion (optional);
-#: widgetsnbextension: the classic-notebook extension of ipywidgets; fonttools: matplotlib's PDF/PS
-#: font subsetting (the chapters draw PNGs).
-GPU_CHECK_OMIT = {"debugpy", "jedi", "widgetsnbextension", "fonttools"}
-GPU_WHEELS_MAX_MIB = 50
-GPU_WHEELS_PYTHON = "3.12"
 
 HEADER = """\
 # {title}
@@ -139,40 +127,6 @@ def check(accel: str, body: list[str]) -> None:
         raise SystemExit(f"{accel} lock has unpinned lines: {unpinned}")
 
 
-def gpu_wheels(folder: pathlib.Path) -> None:
-    """Download cp312 manylinux x86-64 wheels of what `make gpu-check` needs, pinned like the CUDA lock."""
-    uv = _uv()
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.whl"):  # a fresh set: nothing left over from another lock
-        old.unlink()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = pathlib.Path(tmp)
-        constraints = [line for line in _body(LOCKS["cuda"]) if not TORCH_STACK.match(line)]
-        (tmp / "c.txt").write_text("\n".join(constraints) + "\n")
-        (tmp / "in.txt").write_text("\n".join(GPU_CHECK_PACKAGES) + "\n")
-        subprocess.run([uv, "pip", "compile", str(tmp / "in.txt"), "-c", str(tmp / "c.txt"), "--python-version",
-                        "3.12.3", "--python-platform", PLATFORM, "--no-header", "--no-annotate", "--index-url", PYPI,
-                        "-o", str(tmp / "pins.txt"), "--quiet"], check=True, env=dict(os.environ, UV_NO_CONFIG="1"))
-        pins = [line for line in (tmp / "pins.txt").read_text().splitlines()
-                if line and not line.startswith("#") and not TORCH_STACK.match(line)
-                and line.split("==")[0].lower() not in GPU_CHECK_OMIT]
-        (folder / "requirements.txt").write_text(
-            "# What `make gpu-check` installs on the GPU box (its own torch stays); made by `make gpu-wheels`.\n"
-            + "\n".join(pins) + "\n")
-        platforms = [f"manylinux_2_{v}_x86_64" for v in range(28, 4, -1)] + ["manylinux2014_x86_64", "manylinux1_x86_64"]
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
-               GPU_WHEELS_PYTHON, "--implementation", "cp", "-d", str(folder), "-r", str(folder / "requirements.txt"),
-               "--quiet", "--index-url", PYPI]
-        for p in platforms:
-            cmd += ["--platform", p]
-        subprocess.run(cmd, check=True, env=dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
-    wheels = sorted(folder.glob("*.whl"))
-    size = sum(w.stat().st_size for w in wheels)
-    print(f"{folder}: {len(wheels)} wheels, {size / 2**20:.1f} MiB")
-    if size > GPU_WHEELS_MAX_MIB * 2**20:
-        raise SystemExit(f"the GPU wheels take {size / 2**20:.1f} MiB, over the {GPU_WHEELS_MAX_MIB} MiB budget")
-
-
 def check_install(accel: str, *, system_torch: bool = False) -> str:
     """After `make install`: is the torch this Python imports the build the lock promised?"""
     import torch
@@ -194,18 +148,13 @@ def check_install(accel: str, *, system_torch: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", nargs="+", help="cpu, cuda; gpu-wheels DIR; check-install cpu|cuda [--system-torch]")
+    parser.add_argument("what", nargs="+", help="cpu, cuda; check-install cpu|cuda [--system-torch]")
     args = parser.parse_args(argv)
     what = [w for w in args.what if w != "--system-torch"]
     if what[0] == "check-install":
         if len(what) != 2 or what[1] not in LOCKS:
             parser.error("usage: tools/lock.py check-install cpu|cuda [--system-torch]")
         print(check_install(what[1], system_torch="--system-torch" in args.what))
-        return
-    if what[0] == "gpu-wheels":
-        if len(what) != 2:
-            parser.error("usage: tools/lock.py gpu-wheels DIR")
-        gpu_wheels(pathlib.Path(what[1]))
         return
     for accel in what:
         if accel not in LOCKS:
