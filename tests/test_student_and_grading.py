@@ -153,3 +153,14 @@ def test_check_cells_are_read_from_source():
         {"cell_type": "code", "source": ['check("a-b", y)  # a repeat keeps the first\n', 'check("d", g.h)']},
     ]}
     assert grading.check_calls(nb) == [("a-b", "x"), ("c", "f"), ("d", "g.h")]
+
+
+def test_the_student_package_imports_nothing_of_the_instructors():
+    """lectorch (what students install) never imports grading (what only the instructor has)."""
+    import ast
+
+    for path in (ROOT / "lectorch").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "grading" or n.startswith("grading.") for n in names), path
