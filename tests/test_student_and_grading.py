@@ -136,7 +136,7 @@ def test_the_whole_grading_bundle_builds_and_agrees_with_the_package(tmp_path):
 
 def test_grader_rejects_bad_arguments(tmp_path):
     bundle = tmp_path / "bundle.pt"
-    with pytest.raises(ValueError, match="no .ipynb"):
+    with pytest.raises(ValueError, match="no submissions"):
         grade.grade_folder(tmp_path, bundle=bundle)
     with pytest.raises(ValueError, match="not a folder"):
         grade.grade_folder(tmp_path / "missing", bundle=bundle)
