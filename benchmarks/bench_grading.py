@@ -29,7 +29,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-CHAPTERS = ["00_napkin_math.ipynb", "02_views_strides.ipynb"]
+CHAPTERS = ["00_napkin_math.ipynb", "02_device.ipynb"]
 
 
 def make_bundle(folder: Path) -> Path:

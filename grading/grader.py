@@ -129,6 +129,8 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
         del data
         for item in plan_items:  # one answer in memory at a time
             grades[item["id"]] = _judge_item(ctx, ran, item, sub, name)
+    if ran.cleanup:  # the grades stand; the instructor hears of it
+        return result(ran.outcome, f"{ran.detail}; clean-up: {ran.cleanup}".lstrip("; "))
     return result(ran.outcome, ran.detail)
 
 
@@ -203,9 +205,10 @@ def grade_folder(folder: Path, *, bundle: Path | dict, reference_dir: Path, regi
     index, count = shard
     folder = Path(folder)
     chapters = reference_chapters(reference_dir)
-    names = [(n, d) for n, d in collect.submissions(folder) if collect.shard_of(n, count) == index - 1]
-    if not collect.submissions(folder):
+    everyone = collect.submissions(folder)
+    if not everyone:
         raise ValueError(f"no submissions (folders or .ipynb files) in {folder}")
+    names = [(n, d) for n, d in everyone if collect.shard_of(n, count) == index - 1]
     if isinstance(bundle, dict):
         info = {"fingerprint": "in memory", "created": bundle.get("created"), "lectorch": bundle.get("lectorch")}
     else:

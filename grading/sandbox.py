@@ -74,6 +74,7 @@ class Ran:
     report: dict = field(default_factory=dict)
     seconds: float = 0.0
     memory_peak: int = 0
+    cleanup: str = ""       # what could not be cleaned up after it (set on leaving the ``with``)
 
 
 def bwrap_works() -> bool:
@@ -325,6 +326,7 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
     box = Path(tempfile.mkdtemp(prefix="lectorch-grade-", dir=workdir))
     group = None
     proc = None
+    ran = None
     try:
         uid = SANDBOX_UID + slot if os.geteuid() == 0 and isolation.mode == "bwrap" else None
         cmd, env = _prepare(box, notebook, name, plan_items, inputs, limits, isolation, uid, list(public))
@@ -356,12 +358,23 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
         _read_report(ran, limits)
         yield ran
     finally:
-        if proc is not None and proc.poll() is None:
-            _kill_everything(proc, group, None, isolation)
-        if group is not None:
-            group.kill_all()
-            group.remove()
-        remove_tree(box)
+        problems = []
+        try:
+            if proc is not None and proc.poll() is None:
+                _kill_everything(proc, group, None, isolation)
+            if group is not None and not group.kill_all():
+                problems.append("a process of its cgroup would not die")
+        except Exception as err:  # noqa: BLE001 - recorded; the grades stand
+            problems.append(f"killing: {type(err).__name__}: {err}")
+        for what, step in (("its cgroup", group.remove if group is not None else None), ("its folder", lambda: remove_tree(box))):
+            if step is None:
+                continue
+            try:
+                step()
+            except Exception as err:  # noqa: BLE001 - recorded; the grades stand
+                problems.append(f"removing {what}: {type(err).__name__}: {str(err)[:100]}")
+        if ran is not None:
+            ran.cleanup = "; ".join(problems)
 
 
 def _read_report(ran: Ran, limits: Limits) -> None:

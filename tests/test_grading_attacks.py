@@ -661,14 +661,24 @@ def test_bundle_reads_back_as_plain_data_and_holds_no_code(course):
     assert other["exercises"]["quiz-scale"]["cases"][1] != bundle["exercises"]["quiz-scale"]["cases"][1]
 
 
-def test_weak_isolation_and_missing_cgroups_say_so(course, tmp_path):
+def test_weak_isolation_and_missing_cgroups_say_so(course, tmp_path, monkeypatch):
     subs = tmp_path / "subs"
     (subs / "alice").mkdir(parents=True)
     nbformat.write(honest(), subs / "alice" / "quiz.ipynb")
-    report = run_grader(course, subs, isolation="none", use_cgroups=False)
+
+    def stuck(path):  # a clean-up that fails: the grades stand, the run says so
+        raise PermissionError("busy")
+
+    monkeypatch.setattr(sandbox, "remove_tree", stuck)
+    (tmp_path / "boxes").mkdir()
+    report = run_grader(course, subs, isolation="none", use_cgroups=False, workdir=tmp_path / "boxes")
+    monkeypatch.undo()
     assert report.isolation.startswith("WEAK") and "cgroups not used" in report.isolation
     assert "WEAK" in grade.table(report)
     assert all(g.passed for g in report.grades), grade.table(report)
+    assert "clean-up: removing its folder: PermissionError" in report.runs[0].detail
+    for box in (tmp_path / "boxes").iterdir():
+        fstree.remove_tree(box)
 
 
 def test_cgroups_unavailable_are_reported(monkeypatch):
