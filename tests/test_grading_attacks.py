@@ -827,3 +827,14 @@ def test_names_are_escaped():
     assert collect.escape("a\nb\x1b[0m\udcff") == "a\\nb\\x1b[0m\\xff"
     g = reports.Grade(collect.escape("x\ny"), "quiz.ipynb", "quiz-bytes", "passed", "")
     assert "\n" not in reports.table([g]).splitlines()[2]
+
+
+def test_the_trust_model_page_states_the_graders_own_caps():
+    """chapters/reference/grading.md quotes the caps: they must be the ones the code applies."""
+    text = " ".join((ROOT / "chapters" / "reference" / "grading.md").read_text().split())
+    for phrase in [f"at most {sandbox.GRACE_S} s after its timeout", f"open files ({sandbox.Limits().open_files})",
+                   f"at most {readback.RECORD_MAX // 2**20} MiB (JSON at most {readback.JSON_MAX // 2**20} MiB)",
+                   f"at most {collect.MAX_DEPTH} levels deep, {collect.MAX_ENTRIES:,} entries",
+                   f"at most {collect.MAX_NOTEBOOKS} notebooks and {collect.SUBMISSION_MAX // 2**20} MiB per "
+                   f"submission, {collect.NOTEBOOK_MAX // 2**20} MiB per notebook"]:
+        assert phrase in text, phrase
