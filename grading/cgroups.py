@@ -178,6 +178,28 @@ class Cgroup:
                     time.sleep(0.05)
 
 
+def remove_stale(prefix: str = "lectorch-grade-") -> int:
+    """Remove the empty cgroups ``<prefix><pid>-…`` left by graders that were killed (their pid is
+    gone); a cgroup still holding a process is never removed (rmdir refuses it). Returns how many."""
+    removed = 0
+    folders = [d for d in (_v1_dir("memory"), _v1_dir("pids"), _v2_dir()) if d is not None]
+    for folder in folders:
+        try:
+            entries = list(folder.glob(f"{prefix}*"))
+        except OSError:
+            continue
+        for entry in entries:
+            pid = entry.name[len(prefix):].split("-", 1)[0]
+            if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+                continue
+            try:
+                entry.rmdir()
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
 def probe(memory_bytes: int = 64 * 2**20) -> tuple[str | None, str]:
     """("v1"/"v2", description) when a sandbox can get its own cgroup here, else (None, why not)."""
     try:

@@ -101,6 +101,8 @@ def detect(isolation: str = "auto", *, use_cgroups: bool = True) -> Isolation:
     else:
         mode = isolation
     kind, cg = cgroups.probe() if use_cgroups else (None, "cgroups not used: memory is watched by polling (PSS)")
+    if kind is not None:
+        cgroups.remove_stale()
     if mode == "bwrap":
         who = "as an unprivileged user per worker" if os.geteuid() == 0 else "in a user namespace"
         text = (f"bubblewrap: own PID, network, IPC and mount namespaces {who}; read-only system, Python and "
@@ -180,6 +182,27 @@ def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: li
             *[a for m in public for a in ("--ro-bind", str(m), f"/grade/public/{m.name}")],
             sys.executable, "/grade/harness.py", "/grade/in/plan.json"]
     return cmd
+
+
+#: the sandboxes running now (for :func:`abort_all`): id -> (process, cgroup, folder)
+_LIVE: dict[int, tuple] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def abort_all() -> None:
+    """Kill every running sandbox and remove its cgroup and folder (the grader is being stopped)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    for proc, group, box in live:
+        with contextlib.suppress(Exception):
+            if group is not None:
+                group.kill_all(1.0)
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            if group is not None:
+                group.remove()
+        with contextlib.suppress(Exception):
+            remove_tree(box)
 
 
 #: enters the cgroup(s) named by its first arguments, then becomes the command (no Python
@@ -342,6 +365,8 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=env, cwd=str(box / "tmp") if isolation.mode != "bwrap" else "/",
                                 start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE[id(proc)] = (proc, group, box)
         drain = _Drain(proc.stdout)
         drain.start()
         outcome, detail, sandbox_ns = _watch(proc, box / "out", limits, group)
@@ -358,6 +383,8 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
         _read_report(ran, limits)
         yield ran
     finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(id(proc), None)
         problems = []
         try:
             if proc is not None and proc.poll() is None:

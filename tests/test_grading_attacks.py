@@ -153,14 +153,15 @@ def own_cgroups() -> list[Path]:
     return found
 
 
-def sandbox_processes() -> list[psutil.Process]:
-    """Processes running as a sandbox user of this grader's worker slots."""
+def sandbox_processes(grader_pid: int | None = None) -> list[int]:
+    """Processes in a sandbox cgroup of the grader ``grader_pid`` (default: this process)."""
+    tag = f"/lectorch-grade-{grader_pid or os.getpid()}-"
     found = []
-    for p in psutil.process_iter(["uids"]):
+    for entry in os.listdir("/proc"):
         try:
-            if sandbox.SANDBOX_UID <= p.info["uids"].real < sandbox.SANDBOX_UID + 64:
-                found.append(p)
-        except (psutil.Error, AttributeError):
+            if entry.isdigit() and tag in Path(f"/proc/{entry}/cgroup").read_text():
+                found.append(int(entry))
+        except OSError:
             pass
     return found
 
@@ -575,7 +576,7 @@ def test_the_cli_survives_the_death_of_its_parent_and_writes_table_and_json_that
 
 
 @needs_bwrap
-def test_a_killed_run_keeps_every_grade_decided_so_far(course, tmp_path):
+def test_a_stopped_run_keeps_every_grade_decided_so_far_and_leaves_nothing(course, tmp_path):
     subs = tmp_path / "subs"
     for name, nb in {"alice": honest(), "bob": honest(), "carol": notebook(FAKE, VALUE_OK, CHECK_VALUE, STALL)}.items():
         (subs / name).mkdir(parents=True)
@@ -589,13 +590,18 @@ def test_a_killed_run_keeps_every_grade_decided_so_far(course, tmp_path):
             break
         time.sleep(0.3)
     time.sleep(1.0)  # carol is stalling in her sandbox now
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.send_signal(signal.SIGTERM)  # a scheduler cancels the job
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
     header, runs, grades = reports.read_records(records)
     assert not header.get("finished")
     assert {g.submission for g in grades} == {"alice", "bob"} and all(g.passed for g in grades)
     time.sleep(1.0)
-    assert not sandbox_processes(), "a sandbox outlived its grader"
+    assert not sandbox_processes(proc.pid), "a sandbox outlived its grader"
+    assert not list(tmp_path.glob("lectorch-grade-*")), "a sandbox folder outlived its grader"
+    for controller in ("memory", "pids"):
+        folder = cgroups._v1_dir(controller)
+        if folder is not None:
+            assert not list(folder.glob(f"lectorch-grade-{proc.pid}-*")), "a cgroup outlived its grader"
 
 
 def _small_class(subs: Path) -> None:

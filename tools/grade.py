@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grading import grader, report as reports  # noqa: E402
+from grading import grader, report as reports, sandbox  # noqa: E402
 from grading.report import table  # noqa: E402,F401 - the table of a report, for callers of this tool
 from grading.sandbox import Limits, bwrap_works  # noqa: E402,F401
 
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: give at least 1")
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the run outlives a closed terminal or a killed parent
+    signal.signal(signal.SIGTERM, _stop)
     try:
         shard = grader.parse_shard(args.shard)
         if args.json:
@@ -96,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     return _finish(report, args)
+
+
+def _stop(signum, frame) -> None:
+    """SIGTERM (a scheduler's cancel, `kill`): kill the sandboxes, remove their folders and cgroups,
+    and leave; the records file holds every grade decided so far."""
+    sandbox.abort_all()
+    os._exit(128 + signum)
 
 
 def _finish(report, args) -> int:
