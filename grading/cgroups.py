@@ -97,7 +97,12 @@ class Cgroup:
             raise OSError("no cgroup v1 memory hierarchy and no cgroup v2")
         enabled = set((v2 / "cgroup.subtree_control").read_text().split())
         if not {"memory", "pids"} <= enabled:
-            (v2 / "cgroup.subtree_control").write_text("+memory +pids")
+            try:
+                (v2 / "cgroup.subtree_control").write_text("+memory +pids")
+            except OSError as err:  # e.g. EBUSY: this cgroup holds processes (the grader itself)
+                raise OSError(err.errno, f"cannot enable the memory and pids controllers under {v2} "
+                              f"({err.strerror}); run the grader alone in a delegated cgroup whose "
+                              "subtree_control has memory and pids") from None
         group = v2 / name
         group.mkdir()
         try:
