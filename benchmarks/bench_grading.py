@@ -137,14 +137,10 @@ def bench_memory(args) -> None:
         honest = make_class(tmp / "honest", 2)
         _, rss_honest, _ = grade(honest, bundle, tmp / "honest.json", "--jobs", "2")
         hostile = make_class(tmp / "hostile", 2)
-        for nb_path in hostile.rglob("*.ipynb"):  # after every check cell: its answer becomes a 2 GiB bomb
+        for nb_path in hostile.rglob("*.ipynb"):  # after the first check cell: its answer becomes a 2 GiB bomb
             nb = nbformat.read(nb_path, as_version=4)
-            cells = []
-            for cell in nb.cells:
-                cells.append(cell)
-                if cell.cell_type == "code" and "check(" in cell.source:
-                    cells.append(nbformat.v4.new_code_cell(HOSTILE_CELL))
-            nb.cells = cells
+            first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "check(" in c.source)
+            nb.cells.insert(first + 1, nbformat.v4.new_code_cell(HOSTILE_CELL))
             nbformat.write(nb, nb_path)
         for i in range(20):
             with open(hostile / "student-000" / f"sparse{i}.ipynb", "wb") as f:
