@@ -72,7 +72,7 @@ def grade(subs: Path, bundle: Path, out: Path, *extra: str) -> tuple[float, int,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.monotonic() - start
     if proc.returncode != 0:
-        raise SystemExit(proc.stderr[-3000:])
+        raise SystemExit(f"tools/grade.py exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
     rss = int(proc.stderr.rsplit("peak-rss", 1)[1].split()[0])
     return seconds, rss, json.loads(out.read_text())
 
