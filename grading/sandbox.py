@@ -197,7 +197,8 @@ def abort_all() -> None:
         with contextlib.suppress(Exception):
             if group is not None:
                 group.kill_all(1.0)
-            os.killpg(proc.pid, signal.SIGKILL)
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             if group is not None:
                 group.remove()
@@ -350,6 +351,9 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
     group = None
     proc = None
     ran = None
+    key = id(box)
+    with _LIVE_LOCK:
+        _LIVE[key] = (None, None, box)
     try:
         uid = SANDBOX_UID + slot if os.geteuid() == 0 and isolation.mode == "bwrap" else None
         cmd, env = _prepare(box, notebook, name, plan_items, inputs, limits, isolation, uid, list(public))
@@ -359,6 +363,8 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
                                               pids=limits.max_tasks)
             except OSError as err:
                 raise RuntimeError(f"could not make the sandbox's cgroup ({err})") from None
+            with _LIVE_LOCK:
+                _LIVE[key] = (None, group, box)
             files = group.procs_files()
             cmd = ["/bin/sh", "-c", _ENTER, "sh", str(len(files)), *files, *cmd]
         before = set(_tree(os.getpid())) if isolation.mode != "bwrap" and group is None else None
@@ -366,7 +372,7 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
                                 env=env, cwd=str(box / "tmp") if isolation.mode != "bwrap" else "/",
                                 start_new_session=True)
         with _LIVE_LOCK:
-            _LIVE[id(proc)] = (proc, group, box)
+            _LIVE[key] = (proc, group, box)
         drain = _Drain(proc.stdout)
         drain.start()
         outcome, detail, sandbox_ns = _watch(proc, box / "out", limits, group)
@@ -384,7 +390,7 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
         yield ran
     finally:
         with _LIVE_LOCK:
-            _LIVE.pop(id(proc), None)
+            _LIVE.pop(key, None)
         problems = []
         try:
             if proc is not None and proc.poll() is None:
