@@ -171,9 +171,9 @@ class Cgroup:
                     pass
             time.sleep(0.02)
 
-    def remove(self) -> None:
+    def remove(self, seconds: float = 5.0) -> None:
         for folder in {self.memory, self.pids} - {None}:
-            for _ in range(50):
+            for _ in range(int(seconds / 0.05)):
                 try:
                     folder.rmdir()
                     break

@@ -196,7 +196,7 @@ def abort_all() -> None:
     for proc, group, box in live:
         with contextlib.suppress(Exception):
             if group is not None:
-                group.kill_all(1.0)
+                group.kill_all(3.0)
             if proc is not None:
                 os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
