@@ -24,7 +24,7 @@ help:
 	@echo "make lab      JupyterLab on the chapters (e.g. on a GPU box, through an SSH tunnel)"
 	@echo "make student  write the student edition (solutions replaced by stubs) into student/"
 	@echo "make grading-bundle  the instructor's hidden cases and answers (GRADING_SEED=secret) into $(GRADING_BUNDLE)"
-	@echo "make grade SUBMISSIONS=dir  grade completed notebooks, each in a sandbox (table + grades.json)"
+	@echo "make grade SUBMISSIONS=dir [JOBS=n]  grade completed notebooks, each in a sandbox (table + grades.json, grades.jsonl)"
 	@echo "make translations  re-extract the English messages into the zh_CN catalogs (locales/)"
 	@echo "make install  create $(VENV) from the lock of ACCEL=cpu|cuda (now: $(ACCEL)); SYSTEM_TORCH=1 keeps the machine's torch"
 	@echo "make lock     re-resolve requirements.in into requirements.txt (CPU) and requirements-cuda.txt (CUDA)"
@@ -115,7 +115,7 @@ grading-bundle: $(STAMP)
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks"; exit 2; }
 	@test -f "$(GRADING_BUNDLE)" || { echo "no grading bundle at $(GRADING_BUNDLE): run make grading-bundle first"; exit 2; }
-	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" --bundle "$(GRADING_BUNDLE)" --json grades.json
+	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" --bundle "$(GRADING_BUNDLE)" --json grades.json $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf _build student .pytest_cache

@@ -4,14 +4,17 @@ Two roles, one self-contained file (stdlib + torch + nbclient, no lectorch, no g
 
 * ``python harness.py PLAN`` is the executor: it drops root (when started as root), sets the
   kernel-enforced limits, runs the student's notebook in a Jupyter kernel (errors do not stop it,
-  outputs are discarded), then runs :func:`collect` in that same kernel.
+  outputs are discarded) within the plan's time budget, and right after each check cell runs
+  :func:`collect` for that cell's exercises in the same kernel (a final pass after the last cell
+  collects what is left). At the deadline it reports and leaves at once: the kernel dies with the
+  sandbox, whatever signals it ignores.
 * :func:`collect` fetches each answer named by the grader's plan (the variable of the reference
   chapter's check cell), calls function answers on the hidden INPUTS the grader sent (never the
   expected values: those never enter the sandbox) and writes only plain data (``torch.save`` of
   numbers, strings, tuples, lists, dicts and tensors) to the output folder.
 
 Everything here can be subverted by the student's code, which runs in the same kernel first. That
-is fine: the grader trusts none of it. It loads the files with ``torch.load(weights_only=True)``,
+is fine: the grader trusts none of it. It reads the files back with bounds (grading/readback.py),
 compares in its own process with its own lectorch and the expected values of its bundle.
 
 >>> to_plain((1, 2.5, "x", [None, True]))
@@ -39,9 +42,6 @@ GENERATOR = "__generator_seed__"
 TUPLE = "__tuple__"
 SET = "__set__"
 PICKLED = "__pickled_input__"
-#: the kernel variable where the answer of each exercise is kept right after its check cell ran
-#: (a later cell may reuse the name for something else)
-SNAPSHOTS = "_lectorch_grading_answers"
 _MAX_DEPTH = 32
 _MAX_MESSAGE = 300
 
@@ -205,25 +205,27 @@ def _call(fn, args, kwargs, seconds: float) -> dict:
     return {"returned": to_plain(got)}
 
 
-def collect(namespace: dict, plan_path: str, out_dir: str) -> None:
-    """Write one plain-data record per exercise of the plan into ``out_dir`` (kernel side)."""
+def collect(namespace: dict, plan_path: str, out_dir: str, only: list[str] | None = None) -> None:
+    """Write one plain-data record per exercise of the plan into ``out_dir`` (kernel side).
+
+    ``only``: right after a check cell, the exercises of that cell, each written only when its
+    answer exists (else the final pass, after the last cell, tries again)."""
     plan = json.loads(Path(plan_path).read_text(encoding="utf-8"))
     out = Path(out_dir)
     for item in plan["exercises"]:
+        if only is not None and item["id"] not in only:
+            continue
         record: dict[str, Any] = {"id": item["id"], "found": True}
-        # NB: inputs are decoded per case, so a function that mutates its arguments changes nothing
-        snapshots = namespace.get(SNAPSHOTS)
         try:
-            if isinstance(snapshots, dict) and item["id"] in snapshots:
-                answer = snapshots[item["id"]]  # as it was right after its check cell ran
-            else:
-                answer = eval(item["expr"], namespace)  # the reference chapter's expression
+            answer = eval(item["expr"], namespace)  # the reference chapter's expression
         except NameError as err:
             record.update(found=False, message=str(err)[:_MAX_MESSAGE])
             answer = None
         except Exception as err:
             record.update(found=False, **_raised(err))
             answer = None
+        if not record["found"] and only is not None:
+            continue
         if record["found"]:
             if item["kind"] == "function":
                 record["callable"] = callable(answer)
@@ -233,6 +235,7 @@ def collect(namespace: dict, plan_path: str, out_dir: str) -> None:
                     inputs = loads(path.read_bytes(), path.suffix)
                     cases = []
                     for case in inputs:
+                        # decoded per case, so a function that mutates its arguments changes nothing
                         try:
                             if case.get("call"):  # objects pickled together by the grader
                                 args, kwargs = from_inputs(case["call"])
@@ -270,12 +273,23 @@ def _set_limits(limits: dict) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def _snapshot_code(exercise_id: str, expr: str) -> str:
-    return (f"try:\n    {SNAPSHOTS}\nexcept NameError:\n    {SNAPSHOTS} = {{}}\n"
-            f"try:\n    {SNAPSHOTS}[{exercise_id!r}] = ({expr})\nexcept Exception:\n    pass\n")
+def _collect_code(plan: dict, plan_path: Path, only: list[str] | None) -> str:
+    """A cell that loads this file in the kernel (no name left behind) and collects answers."""
+    return ("def _lectorch_grading_collect():\n"
+            "    import importlib.util as u\n"
+            f"    s = u.spec_from_file_location('lectorch_grading_harness', {plan['harness']!r})\n"
+            "    m = u.module_from_spec(s)\n"
+            "    s.loader.exec_module(m)\n"
+            f"    m.collect(globals(), {str(plan_path)!r}, {plan['out']!r}, only={only!r})\n"
+            "_lectorch_grading_collect()\n"
+            "del _lectorch_grading_collect\n")
 
 
-def _execute(plan: dict, plan_path: Path) -> dict:
+def _has_record(plan: dict, item: dict) -> bool:
+    return any(os.path.lexists(Path(plan["out"]) / f"{item['index']}{suffix}") for suffix in (".json", ".pt"))
+
+
+def _execute(plan: dict, plan_path: Path, started: float, finish) -> dict:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionComplete, DeadKernelError
@@ -298,56 +312,69 @@ def _execute(plan: dict, plan_path: Path) -> dict:
     for _, cell in cells:
         cell.outputs, cell.execution_count = [], None
     (work / plan["notebook_name"]).write_text(source, encoding="utf-8")
-    client = QuietClient(nb, timeout=1, allow_errors=True, kernel_name="python3",
+    # iopub_timeout: after a timed-out cell, wait 1 s (not 4) for its last output
+    client = QuietClient(nb, timeout=1, allow_errors=True, kernel_name="python3", iopub_timeout=1,
                          interrupt_on_timeout=True, record_timing=False,
                          error_on_timeout={"ename": "Timeout", "evalue": "grading time limit", "traceback": []},
                          resources={"metadata": {"path": str(work)}})
     client.errors = 0
     report = {"cells": len(cells), "ran": 0, "errors": 0, "timed_out": False, "kernel_died": False,
               "collected": False}
-    deadline = time.monotonic() + plan["timeout"]
+    deadline = started + plan["timeout"]
     t0 = time.monotonic()
+
+    def run(cell, index) -> bool:
+        """Run one cell within the time left; False once the time is up."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        client.timeout = max(1, math.ceil(left))
+        client.execute_cell(cell, index)
+        return time.monotonic() < deadline
+
     try:
         with client.setup_kernel():
             report["kernel_start_s"] = round(time.monotonic() - t0, 2)
             for index, cell in cells:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                in_time = run(cell, index)
+                report["ran"] += in_time
+                if not in_time:
                     report["timed_out"] = True
                     break
-                client.timeout = max(1, math.ceil(left))
-                client.execute_cell(cell, index)
-                report["ran"] += 1
-                if time.monotonic() >= deadline:  # this cell hit the limit and was interrupted
-                    report["timed_out"] = True
-                    break
+                # the answers of this cell's check calls, collected now (a later cell cannot take
+                # them back, and a notebook that stalls later keeps them)
                 source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
-                for item in plan["exercises"]:
-                    if re.search(r"check\(\s*[\"']" + re.escape(item["id"]) + r"[\"']", source):
-                        snap = nbformat.v4.new_code_cell(_snapshot_code(item["id"], item["expr"]))
-                        client.timeout = max(1, math.ceil(deadline - time.monotonic()))
-                        client.execute_cell(snap, index)
-            if time.monotonic() > deadline:
-                report["timed_out"] = True
-            collector = nbformat.v4.new_code_cell(
-                "import importlib.util as _u\n"
-                f"_s = _u.spec_from_file_location('lectorch_grading_harness', {plan['harness']!r})\n"
-                "_m = _u.module_from_spec(_s); _s.loader.exec_module(_m)\n"
-                f"_m.collect(globals(), {str(plan_path)!r}, {plan['out']!r})\n")
-            nb.cells.append(collector)
-            client.timeout = int(plan["harness_timeout"])
-            t1 = time.monotonic()
-            client.execute_cell(collector, len(nb.cells) - 1)
-            report["collected"] = True
-            report["collect_s"] = round(time.monotonic() - t1, 2)
+                ids = [item["id"] for item in plan["exercises"]
+                       if re.search(r"check\(\s*[\"']" + re.escape(item["id"]) + r"[\"']", source)]
+                if ids and not run(nbformat.v4.new_code_cell(_collect_code(plan, plan_path, ids)), index):
+                    report["timed_out"] = True
+                    break
+            if not report["timed_out"]:
+                left = [item["id"] for item in plan["exercises"] if not _has_record(plan, item)]
+                t1 = time.monotonic()
+                nb.cells.append(nbformat.v4.new_code_cell(_collect_code(plan, plan_path, None)))
+                if left and not run(nb.cells[-1], len(nb.cells) - 1):
+                    report["timed_out"] = True
+                else:
+                    report["collected"] = True
+                report["collect_s"] = round(time.monotonic() - t1, 2)
+            report["errors"] = client.errors
+            finish(report)  # now: the kernel may be stuck, and its shutdown with it
     except DeadKernelError:
         report["kernel_died"] = True
     report["errors"] = client.errors
     return report
 
 
+def _write_report(out: Path, report: dict, started: float) -> None:
+    report["started"], report["finished"] = started, time.time()
+    (out / ".run.tmp").write_text(json.dumps(report), encoding="utf-8")
+    os.replace(out / ".run.tmp", out / "run.json")
+    print("lectorch-grade:", json.dumps(report), flush=True)
+
+
 def main(argv: list[str]) -> int:
-    started = time.time()
+    started, wall = time.monotonic(), time.time()
     plan_path = Path(argv[0])
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     if os.getuid() == 0 and plan.get("drop_to") is not None:
@@ -355,15 +382,18 @@ def main(argv: list[str]) -> int:
     _set_limits(plan.get("limits", {}))
     for folder in plan.get("make_dirs", []):
         Path(folder).mkdir(parents=True, exist_ok=True)
+    out = Path(plan["out"])
+
+    def finish(report: dict) -> None:
+        """Report and leave at once: the kernel and whatever it started die with the sandbox."""
+        _write_report(out, report, wall)
+        os._exit(0)
+
     try:
-        report = _execute(plan, plan_path)
+        report = _execute(plan, plan_path, started, finish)
     except Exception as err:  # noqa: BLE001 - reported to the grader as data
         report = {"crashed": f"{type(err).__name__}: {str(err)[:_MAX_MESSAGE]}"}
-    report["started"], report["finished"] = started, time.time()
-    out = Path(plan["out"])
-    (out / ".run.tmp").write_text(json.dumps(report), encoding="utf-8")
-    os.replace(out / ".run.tmp", out / "run.json")
-    print("lectorch-grade:", json.dumps(report), flush=True)
+    finish(report)
     return 0
 
 

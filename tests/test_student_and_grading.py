@@ -136,7 +136,7 @@ def test_the_whole_grading_bundle_builds_and_agrees_with_the_package(tmp_path):
 
 def test_grader_rejects_bad_arguments(tmp_path):
     bundle = tmp_path / "bundle.pt"
-    with pytest.raises(ValueError, match="no .ipynb"):
+    with pytest.raises(ValueError, match="no submissions"):
         grade.grade_folder(tmp_path, bundle=bundle)
     with pytest.raises(ValueError, match="not a folder"):
         grade.grade_folder(tmp_path / "missing", bundle=bundle)
@@ -153,3 +153,14 @@ def test_check_cells_are_read_from_source():
         {"cell_type": "code", "source": ['check("a-b", y)  # a repeat keeps the first\n', 'check("d", g.h)']},
     ]}
     assert grading.check_calls(nb) == [("a-b", "x"), ("c", "f"), ("d", "g.h")]
+
+
+def test_the_student_package_imports_nothing_of_the_instructors():
+    """lectorch (what students install) never imports grading (what only the instructor has)."""
+    import ast
+
+    for path in (ROOT / "lectorch").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "grading" or n.startswith("grading.") for n in names), path

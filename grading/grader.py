@@ -1,0 +1,275 @@
+"""Grade a class: collect each submission, run each notebook in its own sandbox (several at once),
+read its answers back with bounds, judge them, record each grade as it is decided.
+
+    report = grade_folder("submissions", bundle="grading-bundle/bundle.pt", jobs=2,
+                          records="grades.jsonl")      # doctest: +SKIP
+
+A submission can only hurt itself: whatever goes wrong while collecting, running, reading back or
+cleaning up one notebook is caught and recorded for that notebook alone. Results do not depend on
+``jobs``; ``shard=(i, n)`` grades the submissions whose name hashes to shard i of n
+(:func:`grading.collect.shard_of`), and :func:`grading.report.merge` combines the shards' records.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grading
+from grading import collect, readback, sandbox
+from grading.collect import Notebook, Refused, escape
+from grading.judge import judge
+from grading.report import Grade, Records, Report, Run
+from grading.sandbox import Isolation, Limits
+
+
+@dataclass
+class Chapter:
+    """A reference chapter: its check calls ``(exercise id, answer expression)``."""
+
+    name: str
+    calls: list[tuple[str, str]]
+
+
+def reference_chapters(reference_dir: Path) -> dict[str, Chapter]:
+    reference_dir = Path(reference_dir)
+    if not reference_dir.is_dir():
+        raise ValueError(f"--reference {reference_dir} is not a folder of reference chapters")
+    out = {}
+    for path in sorted(reference_dir.glob("*.ipynb")):
+        out[path.name] = Chapter(path.name, grading.check_calls(grading.read_notebook_json(path)))
+    return out
+
+
+@dataclass
+class Context:
+    folder: Path
+    chapters: dict[str, Chapter]
+    bundle: dict
+    registry: dict
+    limits: Limits
+    isolation: Isolation
+    public: list[Path]
+    workdir: Path | None = None
+
+
+def _not_graded(submission: str, notebook: str, chapter: Chapter | None, status: str, why: str) -> list[Grade]:
+    if chapter is None:
+        return [Grade(submission, notebook, "-", "not graded", why)]
+    return [Grade(submission, notebook, ex_id, status, why) for ex_id, _ in chapter.calls]
+
+
+def grade_notebook(ctx: Context, nb: Notebook, slot: int = 0) -> tuple[list[Grade], Run]:
+    """Grade one collected notebook; never raises (a failure is this notebook's grade)."""
+    start = time.monotonic()
+    sub, name, where = escape(nb.submission), escape(nb.name), escape(nb.where)
+    chapter = ctx.chapters.get(nb.name)
+    if chapter is None:
+        run = Run(sub, name, "no reference", 0.0, f"no reference chapter named {name}", where)
+        return _not_graded(sub, name, None, "not graded", run.detail), run
+    try:
+        grades, outcome, detail = _grade(ctx, nb, chapter, sub, name, slot)
+    except Exception as err:  # noqa: BLE001 - the grader's own failure on this notebook only
+        detail = f"the grader failed on this notebook ({type(err).__name__}: {escape(str(err))[:200]})"
+        grades, outcome = _not_graded(sub, name, chapter, "not graded", detail), "error"
+    return grades, Run(sub, name, outcome, round(time.monotonic() - start, 2), detail, where)
+
+
+def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
+           slot: int) -> tuple[list[Grade], str, str]:
+    grades: dict[str, Grade] = {}
+    todo = []
+    for index, (ex_id, expr) in enumerate(chapter.calls):
+        entry = ctx.bundle["exercises"].get(ex_id)
+        if ex_id not in ctx.registry or entry is None:
+            grades[ex_id] = Grade(sub, name, ex_id, "not graded",
+                                  "this exercise is not in the grading bundle: rebuild it (make grading-bundle)")
+        else:
+            todo.append((index, ex_id, expr, entry))
+
+    def result(outcome: str, detail: str) -> tuple[list[Grade], str, str]:
+        return [grades[i] for i, _ in chapter.calls], outcome, detail
+
+    try:
+        data = collect.read_notebook(ctx.folder, nb)
+        text = data.decode("utf-8")
+        import json
+
+        import nbformat
+
+        parsed = json.loads(text)
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("cells"), list):
+            raise ValueError("no list of cells")
+        nbformat.reads(text, as_version=4)
+    except Exception as err:  # noqa: BLE001 - anything a submission may be
+        detail = f"the file is not a notebook ({type(err).__name__}: {escape(str(err))[:100]})"
+        for _, ex_id, _, _ in todo:
+            grades[ex_id] = Grade(sub, name, ex_id, "not reached", detail)
+        return result("invalid", detail)
+    present = {ex_id for ex_id, _ in grading.check_calls(parsed)}
+    del text, parsed
+    plan_items, inputs = [], {}
+    for index, ex_id, expr, entry in todo:
+        if ex_id not in present:
+            grades[ex_id] = Grade(sub, name, ex_id, "missing",
+                                  f'the check cell was deleted or changed: restore lectorch.check("{ex_id}", {expr})')
+            continue
+        plan_items.append({"index": index, "id": ex_id, "expr": expr, "kind": entry["kind"], "inputs": None})
+        if entry["kind"] == "function":
+            inputs[index] = [{"args": c["args"], "kwargs": c["kwargs"], "call": c.get("call")} for c in entry["cases"]]
+    if not plan_items:
+        return result("ok", "")
+    with sandbox.run(data, nb.name, plan_items, inputs, limits=ctx.limits, isolation=ctx.isolation,
+                     public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
+        del data
+        for item in plan_items:  # one answer in memory at a time
+            grades[item["id"]] = _judge_item(ctx, ran, item, sub, name)
+    if ran.cleanup:  # the grades stand; the instructor hears of it
+        return result(ran.outcome, f"{ran.detail}; clean-up: {ran.cleanup}".lstrip("; "))
+    return result(ran.outcome, ran.detail)
+
+
+def _judge_item(ctx: Context, ran: sandbox.Ran, item: dict, sub: str, name: str) -> Grade:
+    ex_id = item["id"]
+    record: Any = None
+    for suffix in (".json", ".pt"):
+        path = ran.out / f"{item['index']}{suffix}"
+        if os.path.lexists(path):
+            try:
+                record = readback.read_record(path)
+            except Exception as err:  # noqa: BLE001 - tampered, truncated or too big: unreadable
+                record = {"unreadable": f"{type(err).__name__}: {str(err)[:100]}"}
+            break
+    if record is None:
+        why = ran.detail or "its answer was never collected (an earlier cell crashed the kernel?)"
+        return Grade(sub, name, ex_id, "not reached", why)
+    try:
+        status, message = judge(ctx.registry[ex_id], ctx.bundle["exercises"][ex_id], record, item["expr"])
+    except Exception as err:  # noqa: BLE001 - a tampered record must not stop the run
+        status, message = "error", f"the answer could not be graded ({type(err).__name__})"
+    if status == "missing" and ran.outcome != "ok":
+        status, message = "not reached", ran.detail
+    return Grade(sub, name, ex_id, status, message)
+
+
+def _refused_rows(ctx: Context, refused: list[Refused], graded: list[Notebook]) -> list[tuple[Run, list[Grade]]]:
+    """A refused notebook: a run that says why; its chapter "not graded" unless another copy is."""
+    rows = []
+    graded_names = {(nb.submission, nb.name) for nb in graded}
+    for r in refused:
+        sub, name = escape(r.submission), escape(r.name) if r.name else ""
+        outcome = "duplicate" if r.why == "duplicate" else "refused"
+        run = Run(sub, name, outcome, 0.0, f"{r.why}: {escape(r.detail)}", escape(r.where))
+        grades = []
+        if r.name and (r.submission, r.name) not in graded_names and r.name in ctx.chapters:
+            graded_names.add((r.submission, r.name))
+            grades = _not_graded(sub, name, ctx.chapters[r.name], "not graded", run.detail)
+        rows.append((run, grades))
+    return rows
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` as (i, n) with 1 ≤ i ≤ n."""
+    try:
+        i, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: give i/n, e.g. --shard 3/8") from None
+    if not 1 <= i <= n:
+        raise ValueError(f"--shard {text!r}: i must be between 1 and n")
+    return i, n
+
+
+def grade_folder(folder: Path, *, bundle: Path | dict, reference_dir: Path, registry: dict | None = None,
+                 timeout_s: float = 300, memory_gb: float = 4, isolation: str = "auto", public: list[Path] = (),
+                 max_tasks: int = 256, jobs: int | None = None, shard: tuple[int, int] = (1, 1),
+                 records: Path | None = None, progress: bool = False, use_cgroups: bool = True,
+                 workdir: Path | None = None) -> Report:
+    """Grade every submission of ``folder`` (of shard ``shard``) with ``jobs`` sandboxes at a time.
+
+    ``public``: extra exercise modules (Python files) the students have too; the sandbox can import
+    them. ``registry`` (default: every exercise of lectorch) must hold their exercises. ``records``:
+    the JSONL file each graded notebook is appended to as soon as it is decided. ``workdir``: where
+    the sandboxes' folders are made (default: the temporary folder)."""
+    from lectorch.exercises import exercises
+
+    if timeout_s <= 0 or memory_gb <= 0:
+        raise ValueError("timeout_s and memory_gb must be > 0")
+    jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs={jobs}: give at least 1 (--jobs N)")
+    index, count = shard
+    folder = Path(folder)
+    chapters = reference_chapters(reference_dir)
+    everyone = collect.submissions(folder)
+    if not everyone:
+        raise ValueError(f"no submissions (folders or .ipynb files) in {folder}")
+    names = [(n, d) for n, d in everyone if collect.shard_of(n, count) == index - 1]
+    if isinstance(bundle, dict):
+        info = {"fingerprint": "in memory", "created": bundle.get("created"), "lectorch": bundle.get("lectorch")}
+    else:
+        path, bundle = bundle, grading.read_bundle(bundle)
+        info = {"fingerprint": grading.fingerprint(path), "created": bundle.get("created"),
+                "lectorch": bundle.get("lectorch")}
+    registry = exercises() if registry is None else registry
+    iso = sandbox.detect(isolation, use_cgroups=use_cgroups)
+    if iso.mode != "bwrap" and iso.cgroup is None:
+        jobs = 1  # orphans are found as our own new children: one sandbox at a time
+        sandbox.become_subreaper()
+    limits = Limits(timeout_s=timeout_s, memory_bytes=int(memory_gb * 2**30), max_tasks=max_tasks)
+    ctx = Context(folder, chapters, bundle, registry, limits, iso, [Path(p) for p in public], workdir)
+    report = Report(iso.description, info, shard=f"{index}/{count}")
+    log = Records(records, {"isolation": iso.description, "bundle": info, "shard": f"{index}/{count}"})
+    try:
+        notebooks: list[Notebook] = []
+        for name, _ in names:
+            found, refused = collect.collect_submission(folder, name)
+            notebooks += found
+            for run, grades in _refused_rows(ctx, refused, found):
+                report.runs.append(run)
+                report.grades += grades
+                log.add(run, grades)
+        _grade_all(ctx, notebooks, jobs, report, log, progress)
+        log.finish(len(report.runs))
+    finally:
+        log.close()
+    report.sort()
+    return report
+
+
+def _grade_all(ctx: Context, notebooks: list[Notebook], jobs: int, report: Report, log: Records,
+               progress: bool) -> None:
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+
+    def work(nb: Notebook) -> tuple[list[Grade], Run]:
+        slot = slots.get()
+        try:
+            return grade_notebook(ctx, nb, slot)
+        finally:
+            slots.put(slot)
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(notebooks), unit="notebook", desc=f"grading ({jobs} at a time)", dynamic_ncols=True)
+    try:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade") as pool:
+            futures = [pool.submit(work, nb) for nb in notebooks]
+            for future in as_completed(futures):
+                grades, run = future.result()
+                report.grades += grades
+                report.runs.append(run)
+                log.add(run, grades)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{run.submission[:20]}: {run.outcome}", refresh=False)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -1,0 +1,493 @@
+"""Run one notebook with the harness in a sandbox, and leave nothing of it behind.
+
+The sandbox is bubblewrap (no network, a private /tmp, a read-only view of the system and of
+lectorch only, its own PID namespace, an unprivileged user per worker slot) inside its own cgroup
+(memory and processes counted by the kernel), with rlimits (data memory, open files, file size,
+CPU). Without bubblewrap it is a WEAK sandbox (same limits, the notebook can read your files).
+
+    with sandbox.run(notebook_bytes, "00_x.ipynb", plan_items, inputs, limits=Limits(),
+                     isolation=detect("auto")) as ran:
+        ran.outcome, ran.out    # "ok" | "timeout" | "memory" | "output" | "crashed"; its output folder
+
+The output folder exists inside the ``with`` block only (read it there, one record at a time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from grading import cgroups, harness
+from grading.fstree import remove_tree, tree_size
+
+HARNESS = Path(harness.__file__).resolve()
+#: uid of the sandbox of worker slot ``i`` when the grader runs as root: one user per slot, so
+#: that per-user limits (RLIMIT_NPROC) of one sandbox never count another's processes
+SANDBOX_UID = 1_900_000_000
+OUTPUT_TAIL = 64 * 1024          # bytes of the sandbox's stdout kept for messages
+OUT_MAX = 512 * 2**20            # bytes the sandbox may write to its output folder
+OUT_ENTRIES = 2_000              # files and folders it may make there
+GRACE_S = 8                      # the grader kills a sandbox this long after its timeout, at most
+
+
+@dataclass
+class Limits:
+    """Per notebook: ``timeout_s`` of wall time in all (kernel start, cells, answers), memory in
+    bytes (the whole sandbox), processes and threads, open files, seconds per hidden case."""
+
+    timeout_s: float = 300
+    memory_bytes: int = 4 * 2**30
+    case_s: float = 30
+    max_tasks: int = 256
+    open_files: int = 256
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0 or not self.memory_bytes > 0:
+            raise ValueError("Limits: timeout_s and memory_bytes must be > 0")
+
+
+@dataclass
+class Isolation:
+    mode: str                  # "bwrap" | "none"
+    cgroup: str | None         # "v1" | "v2" | None
+    description: str
+
+
+@dataclass
+class Ran:
+    outcome: str
+    detail: str
+    out: Path
+    report: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    memory_peak: int = 0
+    cleanup: str = ""       # what could not be cleaned up after it (set on leaving the ``with``)
+
+
+def bwrap_works() -> bool:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    try:
+        probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--proc", "/proc",
+                                "--dev", "/dev", "--die-with-parent", "true"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def detect(isolation: str = "auto", *, use_cgroups: bool = True) -> Isolation:
+    """The sandbox this machine allows: ``isolation`` is "auto", "bwrap" (required) or "none"."""
+    if isolation not in ("auto", "bwrap", "none"):
+        raise ValueError(f"isolation={isolation!r}: use 'auto', 'bwrap' or 'none'")
+    if isolation == "auto":
+        mode = "bwrap" if bwrap_works() else "none"
+    elif isolation == "bwrap" and not bwrap_works():
+        raise ValueError("bubblewrap (bwrap) is not usable here: install it, or pass --isolation none")
+    else:
+        mode = isolation
+    kind, cg = cgroups.probe() if use_cgroups else (None, "cgroups not used: memory is watched by polling (PSS)")
+    if kind is not None:
+        cgroups.remove_stale()
+    if mode == "bwrap":
+        who = "as an unprivileged user per worker" if os.geteuid() == 0 else "in a user namespace"
+        text = (f"bubblewrap: own PID, network, IPC and mount namespaces {who}; read-only system, Python and "
+                f"lectorch only; private /tmp; {cg}; rlimits (data memory, processes, open files, CPU, file size)")
+    else:
+        root = " (as root: the process limit does not apply)" if os.geteuid() == 0 and kind is None else ""
+        text = ("WEAK (no bubblewrap): process group, private temporary folder, scrubbed environment, "
+                f"{cg}, rlimits{root}; the notebook CAN read your files, use the network and signal your processes")
+    return Isolation(mode, kind, text)
+
+
+def _python_roots() -> list[Path]:
+    """Folders the kernel needs read-only: the interpreter, the venv, site-packages, lectorch."""
+    package = Path(importlib.util.find_spec("lectorch").origin).resolve().parent  # without importing torch
+    roots = {Path(sys.base_prefix), Path(sys.prefix), package}
+    roots.add(Path(os.path.realpath(sys.executable)).parent.parent)
+    for entry in sys.path:
+        p = Path(entry)
+        if entry and p.is_dir() and "site-packages" in p.parts:
+            roots.add(p.resolve())
+    out: list[Path] = []
+    for r in sorted(roots, key=lambda p: len(p.parts)):
+        if str(r).startswith(("/usr/", "/etc/")) or any(r.is_relative_to(o) for o in out):
+            continue
+        out.append(r)
+    return out
+
+
+def _env(home: str, tmp: str, runtime: str, pythonpath: str = "") -> dict[str, str]:
+    venv_bin = str(Path(sys.prefix) / "bin")
+    env = {
+        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": tmp,
+        "USER": "student", "LOGNAME": "student",  # the sandbox's uid has no passwd entry
+        "JUPYTER_RUNTIME_DIR": runtime, "JUPYTER_PLATFORM_DIRS": "1", "IPYTHONDIR": f"{home}/.ipython",
+        "MPLCONFIGDIR": f"{home}/.matplotlib", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8", "VIRTUAL_ENV": sys.prefix,
+    }
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    for name in ("LECTORCH_DEVICE", "CUDA_VISIBLE_DEVICES"):  # the instructor's choices, not secrets
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: list[Path] = ()) -> list[str]:
+    cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--die-with-parent", "--new-session", "--clearenv"]
+    if os.geteuid() != 0:
+        cmd.append("--unshare-user")
+    for name, value in env.items():
+        cmd += ["--setenv", name, value]
+    cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if os.path.islink(top):
+            cmd += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            cmd += ["--ro-bind", top, top]
+    # the private /tmp first: the Python roots may live under /tmp (a checkout there), and a later
+    # tmpfs would hide them
+    cmd += ["--perms", "1777", "--size", str(memory_bytes), "--tmpfs", "/tmp"]
+    made: set[Path] = set()
+    for root in _python_roots():
+        for parent in reversed(root.parents[:-1]):  # traversable by the sandbox's user (/root is 0700)
+            if parent not in made:
+                made.add(parent)
+                cmd += ["--perms", "0755", "--dir", str(parent)]
+        cmd += ["--ro-bind", str(root), str(root)]
+    # a writable /dev/shm (multiprocessing, DataLoader workers): its pages count in the cgroup
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(memory_bytes), "--tmpfs", "/dev/shm"]
+    for dev in sorted(Path("/dev").glob("nvidia*")):  # a GPU box: the kernel may use the GPU
+        cmd += ["--dev-bind", str(dev), str(dev)]
+    cmd += ["--perms", "0755", "--dir", "/grade",
+            "--ro-bind", str(box / "in"), "/grade/in", "--bind", str(box / "out"), "/grade/out",
+            "--ro-bind", str(HARNESS), "/grade/harness.py", "--chdir", "/tmp",
+            *(["--perms", "0755", "--dir", "/grade/public"] if public else []),
+            *[a for m in public for a in ("--ro-bind", str(m), f"/grade/public/{m.name}")],
+            sys.executable, "/grade/harness.py", "/grade/in/plan.json"]
+    return cmd
+
+
+#: the sandboxes running now (for :func:`abort_all`): id -> (process, cgroup, folder)
+_LIVE: dict[int, tuple] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def abort_all() -> None:
+    """Kill every running sandbox and remove its cgroup and folder (the grader is being stopped)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    for proc, group, box in live:
+        with contextlib.suppress(Exception):
+            if group is not None:
+                group.kill_all(3.0)
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            if group is not None:
+                group.remove()
+        with contextlib.suppress(Exception):
+            remove_tree(box)
+
+
+#: enters the cgroup(s) named by its first arguments, then becomes the command (no Python
+#: preexec_fn: the grader has threads)
+_ENTER = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
+
+
+class _Drain(threading.Thread):
+    """Reads a pipe until EOF, keeping only its last ``OUTPUT_TAIL`` bytes (a flood costs nothing)."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.tail, self.total = pipe, bytearray(), 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = self.pipe.read1(65536)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            self.total += len(chunk)
+            self.tail += chunk
+            del self.tail[:-OUTPUT_TAIL]
+
+
+def _pss(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            pass
+    return total
+
+
+def _tree(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return [pid] + [p.pid for p in proc.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _pid_ns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _processes_in_ns(ns: str) -> list[int]:
+    """Live processes of the PID namespace ``ns`` (zombies are reaped when they are ours)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or _pid_ns(int(entry)) != ns:
+            continue
+        try:
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("Z", "X"):
+            with contextlib.suppress(OSError):
+                os.waitpid(int(entry), os.WNOHANG)
+            continue
+        found.append(int(entry))
+    return found
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def become_subreaper() -> None:
+    """Orphans of a WEAK sandbox come back to this process (so that they can be found and killed)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _prepare(box: Path, notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, list],
+             limits: Limits, isolation: Isolation, uid: int | None, public: list[Path]) -> tuple[list[str], dict]:
+    (box / "in" / "inputs").mkdir(parents=True)
+    (box / "out").mkdir()
+    (box / "tmp").mkdir()
+    (box / "in" / "notebook.ipynb").write_bytes(notebook)
+    plan_items = [dict(i) for i in plan_items]
+    for item in plan_items:
+        if item["index"] in inputs:
+            written = harness.dump(inputs[item["index"]], box / "in" / "inputs" / str(item["index"]))
+            item["inputs"] = f"inputs/{written.name}"
+    bw = isolation.mode == "bwrap"
+    if bw:
+        inside = {"in": "/grade/in", "out": "/grade/out", "tmp": "/tmp", "harness": "/grade/harness.py"}
+    else:
+        inside = {"in": str(box / "in"), "out": str(box / "out"), "tmp": str(box / "tmp"), "harness": str(HARNESS)}
+    home, runtime = f"{inside['tmp']}/home", f"{inside['tmp']}/runtime"
+    plan = {
+        "notebook": f"{inside['in']}/notebook.ipynb", "notebook_name": name,
+        "workdir": f"{inside['tmp']}/work", "out": inside["out"], "harness": inside["harness"],
+        "make_dirs": [home, runtime], "timeout": limits.timeout_s, "case_timeout": limits.case_s,
+        "drop_to": uid, "exercises": plan_items,
+        # one process hits its data limit (MemoryError, the notebook goes on) before the whole
+        # sandbox reaches the cgroup's limit (the kernel kills)
+        "limits": {"RLIMIT_DATA": int(limits.memory_bytes * 0.75), "RLIMIT_NPROC": limits.max_tasks,
+                   "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CPU": int(limits.timeout_s + 30),
+                   "RLIMIT_FSIZE": OUT_MAX, "RLIMIT_CORE": 0},
+    }
+    (box / "in" / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    for p in [box / "in", box / "in" / "inputs", *(box / "in").iterdir(), *(box / "in" / "inputs").iterdir()]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    if uid is not None:
+        for p in (box / "out", box / "tmp"):
+            os.chown(p, uid, uid)
+    public = [Path(m).resolve() for m in public]
+    pythonpath = ":".join(["/grade/public"] if bw else sorted({str(m.parent) for m in public}))
+    env = _env(home, inside["tmp"], runtime, pythonpath if public else "")
+    if bw:
+        cmd = _bwrap_command(box, env, limits.memory_bytes, public)
+    else:
+        os.chmod(box, 0o755)
+        cmd = [sys.executable, str(HARNESS), str(box / "in" / "plan.json")]
+    return cmd, env
+
+
+@contextlib.contextmanager
+def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, list], *, limits: Limits,
+        isolation: Isolation, public: list[Path] = (), slot: int = 0,
+        workdir: Path | None = None) -> Iterator[Ran]:
+    """Run ``notebook`` (its bytes) with the harness; yield the outcome and its output folder.
+
+    Killed at most :data:`GRACE_S` after ``limits.timeout_s``, whatever signals it ignores; on
+    leaving, every process of it is dead and its folder (made in ``workdir``, default the temporary
+    folder) removed. Its cgroup is named ``lectorch-grade-<grader pid>-<random>``."""
+    start = time.monotonic()
+    box = Path(tempfile.mkdtemp(prefix="lectorch-grade-", dir=workdir))
+    group = None
+    proc = None
+    ran = None
+    key = id(box)
+    with _LIVE_LOCK:
+        _LIVE[key] = (None, None, box)
+    try:
+        uid = SANDBOX_UID + slot if os.geteuid() == 0 and isolation.mode == "bwrap" else None
+        cmd, env = _prepare(box, notebook, name, plan_items, inputs, limits, isolation, uid, list(public))
+        if isolation.cgroup:
+            try:
+                group = cgroups.Cgroup.create(f"lectorch-grade-{os.getpid()}", memory_bytes=limits.memory_bytes,
+                                              pids=limits.max_tasks)
+            except OSError as err:
+                raise RuntimeError(f"could not make the sandbox's cgroup ({err})") from None
+            with _LIVE_LOCK:
+                _LIVE[key] = (None, group, box)
+            files = group.procs_files()
+            cmd = ["/bin/sh", "-c", _ENTER, "sh", str(len(files)), *files, *cmd]
+        before = set(_tree(os.getpid())) if isolation.mode != "bwrap" and group is None else None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=env, cwd=str(box / "tmp") if isolation.mode != "bwrap" else "/",
+                                start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE[key] = (proc, group, box)
+        drain = _Drain(proc.stdout)
+        drain.start()
+        outcome, detail, sandbox_ns = _watch(proc, box / "out", limits, group)
+        _kill_everything(proc, group, sandbox_ns, isolation)
+        if before is not None:  # WEAK and no cgroup (one sandbox at a time): orphans came back to us
+            _kill_new_children(before)
+        drain.join(timeout=5)
+        ran = Ran(outcome, detail, box / "out", seconds=round(time.monotonic() - start, 2))
+        if group is not None:
+            ran.memory_peak = group.peak()
+            if outcome == "ok" and group.oom_kills():
+                ran.outcome = "memory"
+                ran.detail = f"the kernel killed a process over the {limits.memory_bytes / 2**30:g} GiB memory limit"
+        _read_report(ran, limits)
+        yield ran
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(key, None)
+        problems = []
+        try:
+            if proc is not None and proc.poll() is None:
+                _kill_everything(proc, group, None, isolation)
+            if group is not None and not group.kill_all():
+                problems.append("a process of its cgroup would not die")
+        except Exception as err:  # noqa: BLE001 - recorded; the grades stand
+            problems.append(f"killing: {type(err).__name__}: {err}")
+        for what, step in (("its cgroup", group.remove if group is not None else None), ("its folder", lambda: remove_tree(box))):
+            if step is None:
+                continue
+            try:
+                step()
+            except Exception as err:  # noqa: BLE001 - recorded; the grades stand
+                problems.append(f"removing {what}: {type(err).__name__}: {str(err)[:100]}")
+        if ran is not None:
+            ran.cleanup = "; ".join(problems)
+
+
+def _read_report(ran: Ran, limits: Limits) -> None:
+    from grading.readback import read_record
+
+    report: dict = {}
+    if os.path.lexists(ran.out / "run.json"):
+        try:
+            got = read_record(ran.out / "run.json")
+            report = got if isinstance(got, dict) else {}
+        except Exception:  # noqa: BLE001 - tampered: no report
+            report = {}
+    ran.report = report
+    if ran.outcome != "ok":
+        return
+    if report.get("timed_out"):
+        ran.outcome = "timeout"
+        ran.detail = f"stopped after {limits.timeout_s:g} s (an endless loop?); later cells did not run"
+    elif not report.get("collected"):
+        ran.outcome = "crashed"
+        reason = report.get("crashed") or ("its kernel died" if report.get("kernel_died") else
+                                           "its processes were killed: did it kill its own kernel?")
+        ran.detail = f"the notebook stopped before all its answers were collected ({reason})"
+
+
+def _watch(proc: subprocess.Popen, out: Path, limits: Limits, group) -> tuple[str, str, str | None]:
+    """Wait for the sandbox; stop it past its time, memory (when no cgroup counts it) or output."""
+    start = time.monotonic()
+    wall = limits.timeout_s + GRACE_S
+    outcome, detail, tick = "ok", "", 0
+    own_ns, sandbox_ns = _pid_ns(os.getpid()), None
+    while proc.poll() is None:
+        time.sleep(0.2)
+        tick += 1
+        if group is None and sandbox_ns is None:
+            for pid in _tree(proc.pid)[1:]:
+                ns = _pid_ns(pid)
+                if ns is not None and ns != own_ns:
+                    sandbox_ns = ns
+                    break
+        if time.monotonic() - start > wall:
+            outcome, detail = "timeout", f"stopped after {limits.timeout_s:g} s (an endless loop?)"
+        elif group is None and tick % 2 == 0 and _pss(_tree(proc.pid)) > limits.memory_bytes:
+            outcome, detail = "memory", f"stopped: used more than {limits.memory_bytes / 2**30:g} GiB of memory"
+        elif tick % 5 == 0:
+            size, entries = tree_size(out, OUT_ENTRIES)
+            if size > OUT_MAX or entries > OUT_ENTRIES:
+                outcome, detail = "output", "stopped: wrote too much into the grading folder"
+        if outcome != "ok":
+            break
+    return outcome, detail, sandbox_ns
+
+
+def _kill_everything(proc: subprocess.Popen, group, sandbox_ns: str | None, isolation: Isolation) -> None:
+    """Make sure that nothing the submission started is still running."""
+    if group is not None:
+        group.kill_all()
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+    proc.wait()
+    if group is not None:
+        group.kill_all()
+        return
+    if sandbox_ns is not None:  # the PID namespace dies with its first process; check, and insist
+        for _ in range(50):
+            left = _processes_in_ns(sandbox_ns)
+            if not left:
+                break
+            _kill(left)
+            time.sleep(0.05)
+
+
+def _kill_new_children(before: set[int]) -> None:
+    for _ in range(3):
+        extra = [p for p in _tree(os.getpid()) if p not in before and p != os.getpid()]
+        if not extra:
+            break
+        _kill(extra)
+        for p in extra:
+            with contextlib.suppress(OSError):
+                os.waitpid(p, 0)
