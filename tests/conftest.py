@@ -48,3 +48,32 @@ def _fresh_exercise_attempts():
     reset_attempts()
     yield
     reset_attempts()
+
+
+class FakeClock:
+    """A clock that only the work moves: each call of ``work()`` takes exactly ``seconds``.
+
+    Timing tests run on it so that they hold on a machine whose cores are all busy (a real
+    ``time.sleep`` oversleeps there by whole scheduler slices)."""
+
+    def __init__(self, seconds: float):
+        self.now, self.seconds, self.calls = 0.0, seconds, 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def work(self) -> None:
+        self.calls += 1
+        self.now += self.seconds
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """``fake_clock(seconds)``: lectorch.bench reads the returned FakeClock instead of time.perf_counter."""
+    def install(seconds: float) -> FakeClock:
+        clock = FakeClock(seconds)
+        from lectorch import bench
+
+        monkeypatch.setattr(bench, "time", type("fake_time", (), {"perf_counter": staticmethod(clock)}))
+        return clock
+    return install

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +31,7 @@ import grading  # noqa: E402
 
 HAVE_BWRAP = grade.bwrap_works()
 needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap is not usable here")
-MARKER = "lectorch-attack-marker-7f3a"
+MARKER = f"lectorch-attack-marker-{secrets.token_hex(4)}"  # this run's: another run's processes differ
 
 QUIZEX = '''
 """Public exercises of the fixture course (students have this file)."""
@@ -278,7 +280,7 @@ def attack_run(course, tmp_path_factory):
     (subs / "not_json").mkdir()
     (subs / "not_json" / "quiz.ipynb").write_text("this is not JSON {")
     before = {p: sha(p) for p in subs.rglob("*.ipynb")}
-    tmp_kernels = set(Path("/tmp").glob("kernel-*.json"))
+    tmp_kernels = set(Path(tempfile.gettempdir()).glob("kernel-*.json"))  # the run's own (conftest.py)
     start = time.monotonic()
     report = run_grader(course, subs, max_tasks=128, memory_gb=1.0)
     seconds = time.monotonic() - start
@@ -359,8 +361,9 @@ def test_nothing_outlives_the_run(attack_run):
     site = Path(psutil.__file__).resolve().parent.parent  # the venv's site-packages
     for path in [*(ROOT / "lectorch").rglob("*.py"), *site.glob("sitecustomize.py")]:
         assert MARKER not in path.read_text(errors="replace"), f"{path} (the package) was changed by a submission"
-    assert set(Path("/tmp").glob("kernel-*.json")) <= attack_run["tmp_kernels"], "kernel connection files left"
-    assert not list(Path("/tmp").glob("lectorch-grade-*")), "a sandbox folder was left behind"
+    run_tmp = Path(tempfile.gettempdir())  # this run's own temporary folder (conftest.py)
+    assert set(run_tmp.glob("kernel-*.json")) <= attack_run["tmp_kernels"], "kernel connection files left"
+    assert not list(run_tmp.glob("lectorch-grade-*")), "a sandbox folder was left behind"
 
 
 @needs_bwrap
