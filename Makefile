@@ -78,7 +78,7 @@ translations: $(STAMP)
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py status
 
-test: $(STAMP)
+test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check lectorch tests tools grading
 	$(BIN)/python -m pytest
 
@@ -94,9 +94,17 @@ execute: $(STAMP)
 	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \
 	  $(BIN)/python tools/strip_notebook_metadata.py "$$nb" || exit 1; done
 
-lab: $(STAMP)
+# JupyterLab on 127.0.0.1 only, with a token (printed in its URL); as root (cloud GPU containers)
+# with --allow-root, which JupyterLab otherwise refuses. LAB_PORT=8889 for another port.
+LAB_PORT  ?= 8888
+LAB_STAMP := $(VENV)/.lectorch-lab
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab --notebook-dir=chapters --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
+	  --ServerApp.port_retries=0 $(if $(filter 0,$(shell id -u)),--allow-root)
+
+$(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
-	$(BIN)/jupyter lab chapters --no-browser --ip=127.0.0.1 --port=8888
+	@touch $@
 
 student: $(STAMP)
 	$(BIN)/python tools/student_edition.py student
