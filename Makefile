@@ -12,6 +12,8 @@ LOCK   := $(LOCK_$(ACCEL))
 TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
 STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
 GPU_WHEELS ?= wheels/gpu-cp312
+LAB_PORT  ?= 8888
+LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
@@ -96,8 +98,6 @@ execute: $(STAMP)
 
 # JupyterLab on 127.0.0.1 only, with a token (printed in its URL); as root (cloud GPU containers)
 # with --allow-root, which JupyterLab otherwise refuses. LAB_PORT=8889 for another port.
-LAB_PORT  ?= 8888
-LAB_STAMP := $(VENV)/.lectorch-lab
 lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --notebook-dir=chapters --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
 	  --ServerApp.port_retries=0 $(if $(filter 0,$(shell id -u)),--allow-root)
