@@ -12,6 +12,14 @@ LOCK   := $(LOCK_$(ACCEL))
 TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
 STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
 GPU_WHEELS ?= wheels/gpu-cp312
+# The Pythons the locks cover (tools/lock.py SUPPORTED): checked before anything is installed.
+PY_CHECK := import sys; sys.exit(not (3, 11, 5) <= sys.version_info[:3] < (3, 14))
+PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 is not supported: \
+  jupyter-book's theme needs 3.11.5). Install one, then e.g. PYTHON=python3.12 make book
+# torch's CPU build comes from PyTorch's CPU wheel index (a local copy pip knows of is used first);
+# where the index cannot be reached, PyPI's build of the same version (larger, CUDA-enabled, runs on a CPU).
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+PIP := -m pip install --quiet --disable-pip-version-check
 LAB_PORT  ?= 8888
 LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
@@ -38,13 +46,22 @@ install: $(STAMP)
 
 $(STAMP): $(LOCK) pyproject.toml
 	@test -n "$(LOCK)" || { echo "ACCEL=$(ACCEL): use ACCEL=cpu or ACCEL=cuda"; exit 2; }
+	@test -x $(BIN)/python || $(PYTHON) -c '$(PY_CHECK)' 2>/dev/null || { \
+	  echo "$(PYTHON): $$($(PYTHON) --version 2>&1 | head -1)"; echo "$(PY_HELP)"; exit 2; }
 ifdef SYSTEM_TORCH
 	@test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
 	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/requirements-without-torch.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(VENV)/requirements-without-torch.txt
 else
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
+ifeq ($(ACCEL),cpu)
+	$(BIN)/python $(PIP) -r $(LOCK) --extra-index-url $(TORCH_CPU_INDEX) || { \
+	  echo "pip could not install torch's CPU build from $(TORCH_CPU_INDEX): installing PyPI's build of the same torch version"; \
+	  sed -E 's/^(torch==[^+ ]+)\+cpu/\1/' $(LOCK) > $(VENV)/requirements-pypi-torch.txt && \
+	  $(BIN)/python $(PIP) -r $(VENV)/requirements-pypi-torch.txt; }
+else
+	$(BIN)/python $(PIP) -r $(LOCK)
+endif
 endif
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/python tools/lock.py check-install $(ACCEL) $(if $(SYSTEM_TORCH),--system-torch)
