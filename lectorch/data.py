@@ -176,7 +176,8 @@ def markov_tokens(num_tokens: int, vocab_size: int, *, branching: int = 4, seed:
 
     The best any next-token model can reach is the chain's conditional entropy, which
     :func:`bigram_entropy` measures on the data: a known floor for the training loss. Vectorised
-    (:func:`_walk`): 3·10⁸ tokens take seconds, and the tokens are those of the plain step-by-step loop.
+    (``_walk``, about ten times the speed of a step-by-step loop, the very same tokens); beyond 16 M
+    tokens it shows a progress bar.
 
     >>> markov_tokens(8, 16, seed=0).dtype
     dtype('uint16')
@@ -282,7 +283,7 @@ _ROUNDS = 4  # rounds of re-walks before the rest of a walk goes step by step
 
 
 def _loop(token: int, u: np.ndarray, cumulative: np.ndarray, successors: np.ndarray) -> tuple[np.ndarray, int]:
-    """The step-by-step walk (about 1 µs a token): what :func:`_walk` computes, kept for chains whose
+    """The step-by-step walk (about 1 µs a token): what ``_walk`` computes, kept for chains whose
     walks do not meet."""
     cumulative_rows, successor_rows, last = cumulative.tolist(), successors.tolist(), successors.shape[1] - 1
     walk = []
