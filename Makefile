@@ -12,6 +12,18 @@ LOCK   := $(LOCK_$(ACCEL))
 TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
 STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
 GPU_WHEELS ?= wheels/gpu-cp312
+# The Pythons the locks cover (tools/lock.py SUPPORTED): checked before anything is installed.
+PY_CHECK := import sys; sys.exit(not (3, 11, 5) <= sys.version_info[:3] < (3, 14))
+PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 is not supported: \
+  jupyter-book's theme needs 3.11.5). Install one, then e.g. PYTHON=python3.12 make book
+# torch's CPU build comes from PyTorch's CPU wheel index (a local copy pip knows of is used first);
+# where the index cannot be reached, PyPI's build of the same version (larger, CUDA-enabled, runs on a CPU).
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+PIP := -m pip install --quiet --disable-pip-version-check
+URL_CHECK := import os, sys, urllib.parse as p, urllib.request as r; u = p.urlparse(sys.argv[1]); \
+  sys.exit(not os.path.isdir(r.url2pathname(u.path))) if u.scheme == "file" else r.urlopen(sys.argv[1], timeout=10)
+LAB_PORT  ?= 8888
+LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
@@ -37,13 +49,26 @@ install: $(STAMP)
 
 $(STAMP): $(LOCK) pyproject.toml
 	@test -n "$(LOCK)" || { echo "ACCEL=$(ACCEL): use ACCEL=cpu or ACCEL=cuda"; exit 2; }
+	@test -x $(BIN)/python || $(PYTHON) -c '$(PY_CHECK)' 2>/dev/null || { \
+	  echo "$(PYTHON): $$($(PYTHON) --version 2>&1 | head -1)"; echo "$(PY_HELP)"; exit 2; }
 ifdef SYSTEM_TORCH
 	@test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
 	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/requirements-without-torch.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(VENV)/requirements-without-torch.txt
 else
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
+ifeq ($(ACCEL),cpu)
+	@# (an unreachable extra index would cost pip retries for every package: asked once, up front)
+	@if $(BIN)/python -c '$(URL_CHECK)' $(TORCH_CPU_INDEX)/torch/ 2>/dev/null; then index="--extra-index-url $(TORCH_CPU_INDEX)"; \
+	else echo "PyTorch's CPU index $(TORCH_CPU_INDEX) cannot be reached: torch's CPU build only from a local copy"; index=""; fi; \
+	echo "$(BIN)/python $(PIP) -r $(LOCK) $$index"; \
+	$(BIN)/python $(PIP) -r $(LOCK) $$index || { \
+	  echo "pip could not install torch's CPU build: installing PyPI's build of the same torch version"; \
+	  sed -E 's/^(torch==[^+ ]+)\+cpu/\1/' $(LOCK) > $(VENV)/requirements-pypi-torch.txt && \
+	  $(BIN)/python $(PIP) -r $(VENV)/requirements-pypi-torch.txt; }
+else
+	$(BIN)/python $(PIP) -r $(LOCK)
+endif
 endif
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/python tools/lock.py check-install $(ACCEL) $(if $(SYSTEM_TORCH),--system-torch)
@@ -85,9 +110,12 @@ translations: $(STAMP)
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py status
 
-test: $(STAMP)
+# On every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures run once);
+# the workers share one built book (tests/conftest.py). TEST_WORKERS=0: in one process.
+TEST_WORKERS ?= auto
+test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check lectorch tests tools grading
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) --durations=15
 
 # The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
 # (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run).
@@ -101,9 +129,15 @@ execute: $(STAMP)
 	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \
 	  $(BIN)/python tools/strip_notebook_metadata.py "$$nb" || exit 1; done
 
-lab: $(STAMP)
+# JupyterLab on 127.0.0.1 only, with a token (printed in its URL); as root (cloud GPU containers)
+# with --allow-root, which JupyterLab otherwise refuses. LAB_PORT=8889 for another port.
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab --notebook-dir=chapters --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
+	  --ServerApp.port_retries=0 $(if $(filter 0,$(shell id -u)),--allow-root)
+
+$(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
-	$(BIN)/jupyter lab chapters --no-browser --ip=127.0.0.1 --port=8888
+	@touch $@
 
 student: $(STAMP)
 	$(BIN)/python tools/student_edition.py student

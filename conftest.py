@@ -1,5 +1,11 @@
 """pytest at the repository root (tests, doctests and nbval alike).
 
+Every run (and every pytest-xdist worker) gets a temporary folder of its own: ``TMPDIR`` and
+``tempfile.gettempdir()`` point into a fresh ``lectorch-tests-*`` folder, inherited by every kernel,
+grader and subprocess the tests start. A test that looks for left-overs (``lectorch-grade-*``
+sandboxes, kernel files) looks there, so another program's files in the system's temporary folder
+cannot fail it. The folder is removed after a run that passed and kept (its path printed) otherwise.
+
 ``LECTORCH_REQUIRE_GPU=1`` turns a machine where torch sees no CUDA device into an immediate error,
 before anything is collected: without it every chapter would quietly take its CPU branch and a
 "GPU" run would prove nothing.
@@ -8,11 +14,28 @@ before anything is collected: without it every chapter would quietly take its CP
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
+#: The machine's own temporary folder, as it was before the run replaced TMPDIR (for tests that
+#: plant files "from another program" there).
+SYSTEM_TMPDIR_ENV = "LECTORCH_SYSTEM_TMPDIR"
+_RUN_TMPDIR = pytest.StashKey[str]()
+
+
+def _use_private_tmpdir(config: pytest.Config) -> None:
+    os.environ.setdefault(SYSTEM_TMPDIR_ENV, tempfile.gettempdir())
+    private = tempfile.mkdtemp(prefix="lectorch-tests-")
+    os.environ["TMPDIR"] = private
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    assert tempfile.gettempdir() == private
+    config.stash[_RUN_TMPDIR] = private
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    _use_private_tmpdir(config)
     if os.environ.get("LECTORCH_REQUIRE_GPU", "").strip() in ("", "0"):
         return  # the usual case: nothing to import before collection
     from lectorch.device import REQUIRE_GPU_ENV, cuda_problem, gpu_required
@@ -21,3 +44,17 @@ def pytest_configure(config: pytest.Config) -> None:
         problem = cuda_problem()
         if problem is not None:
             raise pytest.UsageError(f"{REQUIRE_GPU_ENV}=1 but no CUDA GPU is usable: {problem}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    private = config.stash.get(_RUN_TMPDIR, None)
+    if private is None or hasattr(config, "workerinput"):
+        return  # an xdist worker's folder lies inside the controller's, which cleans up
+    if getattr(config, "_lectorch_failed", False):
+        print(f"\nthis run's temporary files are kept in {private}")
+    else:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config._lectorch_failed = exitstatus not in (0, 5)  # 5: no tests collected

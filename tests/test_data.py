@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -160,6 +161,34 @@ def test_markov_tokens_and_their_entropy():
     assert bigram_entropy(markov_tokens(5000, 32, branching=1, seed=1)) == pytest.approx(0.0, abs=1e-12)
     uniform = np.random.default_rng(0).integers(0, 8, 200_000)
     assert bigram_entropy(uniform) == pytest.approx(math.log(8), abs=1e-3)
+
+
+def _markov_step_by_step(num_tokens, vocab_size, branching, seed):
+    """The plain loop markov_tokens replaced: the same draws, one token at a time."""
+    rng = np.random.default_rng(seed)
+    successors = [rng.choice(vocab_size, branching, replace=False) for _ in range(vocab_size)]
+    cumulative = rng.dirichlet(np.ones(branching), size=vocab_size).cumsum(axis=1)
+    token, out = int(rng.integers(vocab_size)), []
+    for begin in range(0, num_tokens, 1 << 20):
+        for u in rng.random(min(1 << 20, num_tokens - begin)):
+            out.append(token)
+            token = int(successors[token][min(int(np.searchsorted(cumulative[token], u)), branching - 1)])
+    return np.array(out, dtype=np.uint16)
+
+
+@pytest.mark.parametrize("num_tokens, vocab_size, branching, seed", [
+    (1, 16, 4, 0), (7, 16, 4, 0), (20_000, 32, 4, 0), (5000, 32, 1, 1), (4001, 2, 2, 9), (3000, 5, 5, 2),
+    (30_000, 20_000, 2, 3),  # walks that seldom meet: the step-by-step fallback
+])
+def test_vectorised_markov_tokens_are_the_step_by_step_ones(num_tokens, vocab_size, branching, seed):
+    assert np.array_equal(markov_tokens(num_tokens, vocab_size, branching=branching, seed=seed),
+                          _markov_step_by_step(num_tokens, vocab_size, branching, seed))
+
+
+def test_the_chapters_corpus_is_unchanged():
+    """Chapters 09 and 10 store outputs of a model trained on markov_tokens(100_000, 64, seed=0)."""
+    tokens = markov_tokens(100_000, 64, branching=4, seed=0)
+    assert hashlib.sha256(tokens.tobytes()).hexdigest()[:16] == "9ddc7f0ab4b4470c"
 
 
 def test_markov_tokens_bad_input():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import os
 import resource
 import signal
@@ -36,7 +37,8 @@ from grading import cgroups, collect, fstree, readback, report as reports, sandb
 HAVE_BWRAP = sandbox.bwrap_works()
 CGROUP = cgroups.probe()[0]
 needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap is not usable here")
-MARKER = "lectorch-attack-marker-7f3a"
+# random per run: a process or file left by another (or an earlier) run never counts as ours
+MARKER = f"lectorch-attack-marker-{secrets.token_hex(4)}"
 
 QUIZEX = '''
 """Public exercises of the fixture course (students have this file)."""

@@ -3,8 +3,9 @@
     python tools/lock.py cpu cuda          # write requirements.txt and requirements-cuda.txt
 
 The resolver is uv (`uv pip compile`, installed from PyPI into a scratch venv by `make lock`), which
-resolves for a platform other than this one: both locks are made for CPython 3.11 on
-manylinux_2_28 x86-64, whatever machine runs this. The old lock is passed as a constraint, so pins
+resolves for every Python at once: the locks are universal (`--universal`), one pin per package
+for CPython 3.11.5 and newer (3.11, 3.12, 3.13; 3.10 cannot have jupyter-book 1's theme), with
+markers where a package is needed only on some platforms, whatever machine runs this. The old lock is passed as a constraint, so pins
 that still fit are kept. The CPU build of torch (``torch==X+cpu``) is not on PyPI: it comes from
 the wheel folders pip is configured to look in (``pip config``/``PIP_FIND_LINKS``) or else from
 PyTorch's CPU index.
@@ -24,7 +25,9 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INPUT = ROOT / "requirements.in"
 LOCKS = {"cpu": ROOT / "requirements.txt", "cuda": ROOT / "requirements-cuda.txt"}
-PYTHON = "3.11.7"  # a patch release: some pins need Python >= 3.11.5
+PYTHON = "3.11.5"  # the oldest Python the locks cover: soupsieve 4.1.3 (jupyter-book's theme) needs 3.11.5
+#: What the Makefile and the README name as working (and test_install.py checks).
+SUPPORTED = ("3.11", "3.12", "3.13")
 PLATFORM = "x86_64-manylinux_2_28"
 PYPI = "https://pypi.org/simple"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -33,14 +36,16 @@ TORCH_STACK = re.compile(r"^(torch|triton|nvidia-[\w-]+|cuda-[\w-]+)==", re.I)
 
 HEADER = """\
 # {title}
-# Made by `make lock` (tools/lock.py): uv {uv} `pip compile` of requirements.in for CPython
-# {python} on {platform}, with the previous lock as a constraint (pins that still fit are kept).
+# Made by `make lock` (tools/lock.py): uv {uv} `pip compile --universal` of requirements.in for
+# CPython {python} and newer (3.11, 3.12, 3.13) on Linux x86-64, with the previous lock as a
+# constraint (pins that still fit are kept).
 # {torch_note}
 # Install: `make install ACCEL={accel}` (checks afterwards that torch is this build). Do not edit by hand.
 """
 TORCH_NOTES = {
-    "cpu": "torch is the CPU build (+cpu, from PyTorch's CPU index: pip install --extra-index-url\n"
-           f"# {TORCH_CPU_INDEX} -r requirements.txt where pip has no local copy); no nvidia-* packages.",
+    "cpu": "torch is the CPU build (+cpu) from PyTorch's CPU index, which `make install` names\n"
+           f"# (--extra-index-url {TORCH_CPU_INDEX}; a local copy pip knows of is used first);\n"
+           "# where that index cannot be reached, it installs PyPI's build of the same version. No nvidia-* packages.",
     "cuda": "torch is PyPI's CUDA build; its whole CUDA runtime stack (nvidia-*, cuda-*, triton) is pinned here.",
 }
 
@@ -89,8 +94,8 @@ def compile_lock(accel: str) -> pathlib.Path:
         previous = _body(LOCKS[accel]) + ([] if accel == "cpu" else _body(LOCKS["cpu"]))
         old = list(dict.fromkeys(line for line in previous if not TORCH_STACK.match(line)))
         (tmp / "old.txt").write_text("\n".join(old) + "\n")
-        cmd = [uv, "pip", "compile", str(tmp / "in.txt"), "-c", str(tmp / "old.txt"), "--python-version", PYTHON,
-               "--python-platform", PLATFORM, "--no-header", "--no-annotate", "--index-url", PYPI,
+        cmd = [uv, "pip", "compile", str(tmp / "in.txt"), "-c", str(tmp / "old.txt"), "--universal",
+               "--python-version", PYTHON, "--no-header", "--no-annotate", "--index-url", PYPI,
                "-o", str(tmp / "out.txt"), "--quiet"]
         if accel == "cpu":
             links = _find_links()
@@ -103,7 +108,7 @@ def compile_lock(accel: str) -> pathlib.Path:
     uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout.split()[1]
     title = {"cpu": "The CPU lock: the exact environment on a machine without a CUDA GPU.",
              "cuda": "The CUDA lock: the exact environment on a Linux x86-64 machine with an NVIDIA GPU."}[accel]
-    header = HEADER.format(title=title, uv=uv_version, python=PYTHON, platform=PLATFORM,
+    header = HEADER.format(title=title, uv=uv_version, python=PYTHON,
                            torch_note=TORCH_NOTES[accel], accel=accel)
     check(accel, body)
     LOCKS[accel].write_text(header + "\n".join(body) + "\n")
@@ -137,7 +142,11 @@ def check_install(accel: str, *, system_torch: bool = False) -> str:
             raise SystemExit(f"SYSTEM_TORCH=1 ACCEL=cuda, but the machine's torch {torch.__version__} is a CPU build")
         return f"torch {torch.__version__} (the machine's own, CUDA {cuda})"
     pins = [line for line in _body(LOCKS[accel]) if line.lower().startswith("torch==")]
-    want = pins[0].split("==", 1)[1] if pins else "?"
+    want = pins[0].split("==", 1)[1].split(";")[0].strip() if pins else "?"
+    if accel == "cpu" and want.endswith("+cpu") and torch.__version__ == want.removesuffix("+cpu"):
+        # make install's fallback where PyTorch's CPU index could not be reached: PyPI's build
+        return (f"torch {torch.__version__} (PyPI's build{f', CUDA {cuda}' if cuda else ''}; it runs on a CPU): "
+                f"{LOCKS[accel].name} pins the CPU build {want}, from {TORCH_CPU_INDEX}, which pip could not reach")
     if torch.__version__ != want:
         raise SystemExit(f"{LOCKS[accel].name} pins torch {want}, but this venv has torch {torch.__version__}: "
                          f"remove the venv and run make install ACCEL={accel} again")
