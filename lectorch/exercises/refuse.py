@@ -37,7 +37,6 @@ import sys
 import types
 from typing import Any, Iterable, Iterator
 
-import torch
 from torch.overrides import TorchFunctionMode
 
 #: the methods of a refused class that are replaced too (besides ``__init__``)
