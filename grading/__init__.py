@@ -37,7 +37,7 @@ GRADING_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
 #: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "sandbox"}
+_NOT_TOPICS = {"harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "sandbox", "seals"}
 
 
 # --------------------------------------------------------------------------- grading modules

@@ -28,6 +28,20 @@ from grading.report import Grade, Records, Report, Run
 from grading.sandbox import Isolation, Limits
 
 
+def _refusals() -> dict[str, dict]:
+    """What each exercise switches off while the student's function runs (plain data, from the
+    grader's own lectorch), so that the grader refuses the same library shortcuts as the checker."""
+    global _REFUSALS
+    if _REFUSALS is None:
+        from lectorch.exercises import refusals
+
+        _REFUSALS = refusals()
+    return _REFUSALS
+
+
+_REFUSALS: dict[str, dict] | None = None
+
+
 @dataclass
 class Chapter:
     """A reference chapter: its check calls ``(exercise id, answer expression)``."""
@@ -119,7 +133,8 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
             grades[ex_id] = Grade(sub, name, ex_id, "missing",
                                   f'the check cell was deleted or changed: restore lectorch.check("{ex_id}", {expr})')
             continue
-        plan_items.append({"index": index, "id": ex_id, "expr": expr, "kind": entry["kind"], "inputs": None})
+        plan_items.append({"index": index, "id": ex_id, "expr": expr, "kind": entry["kind"], "inputs": None,
+                           "refuse": _refusals().get(ex_id)})
         if entry["kind"] == "function":
             inputs[index] = [{"args": c["args"], "kwargs": c["kwargs"], "call": c.get("call")} for c in entry["cases"]]
     if not plan_items:

@@ -187,14 +187,28 @@ def _on_alarm(signum, frame):  # pragma: no cover - timing dependent
     raise _CaseTimeout()
 
 
-def _call(fn, args, kwargs, seconds: float) -> dict:
+def _refusing(spec: dict | None):
+    """The checker's own refusals (``lectorch.exercises.refuse``, loaded in the kernel) for one
+    exercise, or a no-op. Teaching, not security: the student's kernel can undo it, which gains
+    them nothing the grader's comparison would not also see."""
+    import contextlib
+
+    if not spec:
+        return contextlib.nullcontext()
+    from lectorch.exercises.refuse import refusing  # the sandbox's read-only lectorch
+
+    return refusing(spec["names"], spec["what"], no_tensors=spec.get("no_tensors", False))
+
+
+def _call(fn, args, kwargs, seconds: float, refuse: dict | None = None) -> dict:
     use_alarm = seconds > 0 and hasattr(signal, "setitimer")
     try:
         if use_alarm:
             signal.signal(signal.SIGALRM, _on_alarm)
             signal.setitimer(signal.ITIMER_REAL, seconds)
         try:
-            got = fn(*args, **kwargs)
+            with _refusing(refuse):
+                got = fn(*args, **kwargs)
         finally:
             if use_alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -244,7 +258,7 @@ def collect(namespace: dict, plan_path: str, out_dir: str, only: list[str] | Non
                         except Exception as err:  # noqa: BLE001 - e.g. the student replaced a class
                             cases.append({"input_error": str(err)[:_MAX_MESSAGE]})
                             continue
-                        cases.append(_call(answer, args, kwargs, plan.get("case_timeout", 0)))
+                        cases.append(_call(answer, args, kwargs, plan.get("case_timeout", 0), item.get("refuse")))
                     record["cases"] = cases
             else:
                 record["value"] = to_plain(answer)

@@ -191,7 +191,7 @@ RANDOM_SETTINGS = """([index, trials, fixed]) => {
     }
     window.lectorchLive.update(panel);
     const result = panel.querySelector('.lp-result');
-    const readouts = Array.from(panel.querySelectorAll('[data-readout]')).map(o => o.textContent);
+    const readouts = Array.from(panel.querySelectorAll('[data-readout]')).map(o => o.value !== undefined ? o.value : o.textContent);  // a wide slider's readout is a number box
     out.push({values: JSON.parse(result.getAttribute('data-values')),
               numbers: JSON.parse(result.getAttribute('data-numbers')),
               error: result.getAttribute('data-error'), readouts: readouts});

@@ -316,7 +316,7 @@ def test_seals_are_in_step_with_grading(tmp_path):
     import runpy
 
     from lectorch.exercises import _seals
-    from lectorch.exercises.seal import write_seals
+    from grading.seals import write_seals
 
     fresh = runpy.run_path(str(write_seals(path=tmp_path / "seals.py")))
     assert fresh["SEALS"] == _seals.SEALS and fresh["SLIPS"] == _seals.SLIPS

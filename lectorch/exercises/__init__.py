@@ -171,7 +171,7 @@ class Sealed:
     @staticmethod
     def stored(exercise_id: str) -> "Sealed":
         """The seal of ``exercise_id`` kept in ``lectorch/exercises/_seals.py`` (written by
-        ``python -m lectorch.exercises.seal --write``)."""
+        the instructor's ``python -m grading.seals``)."""
         from lectorch.exercises._seals import SEALS
 
         return Sealed(SEALS[exercise_id])
@@ -598,6 +598,21 @@ def after_prediction(exercise_id: str):
     else:
         print("📝 The measurement is held back until you record a prediction: run the check of your "
               f'prediction (lectorch.check("{exercise_id}", ...)) first, then this cell again.')
+
+
+def versus_prediction(measured: Any, prediction: Any) -> str:
+    """The line under a held-back measurement: the measurement as a multiple of the prediction
+    (no division when there is no number to divide by, e.g. the student edition's ``...``).
+
+    >>> versus_prediction(7.9, 8)
+    'measured / your prediction: 0.99'
+    >>> versus_prediction(7.9, ...)
+    'measured / your prediction: (no prediction yet)'
+    """
+    m, p = _as_real(measured), _as_real(prediction)
+    if m is None or not p:
+        return "measured / your prediction: (no prediction yet)"
+    return f"measured / your prediction: {m / p:.2g}"
 
 
 def _measured_text(prediction: Any, measured: float | None) -> str:

@@ -37,6 +37,7 @@ import sys
 import types
 from typing import Any, Iterable, Iterator
 
+import torch  # noqa: F401  (the doctests' namespace)
 from torch.overrides import TorchFunctionMode
 
 #: the methods of a refused class that are replaced too (besides ``__init__``)
