@@ -13,7 +13,6 @@ import html
 import http.server
 import os
 import re
-import shutil
 import sys
 import threading
 from pathlib import Path
@@ -22,10 +21,11 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+import test_browser  # noqa: E402  (tests/ is on sys.path)
+
+browser = test_browser.browser  # the same offline browser fixture (one definition)
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--disable-quic", "--no-first-run"]
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
 EDITIONS = ("", "zh/")
 
@@ -34,20 +34,6 @@ EDITIONS = ("", "zh/")
 def book(request) -> Path:
     given = os.environ.get("LECTORCH_BOOK_HTML")
     return Path(given) if given else request.getfixturevalue("built_book")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        if os.environ.get("LECTORCH_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is not installed (apt-get install chromium)")
-        pytest.skip("chromium is not installed; `apt-get install chromium` to run the browser tests")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield browser
-        browser.close()
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
