@@ -57,7 +57,8 @@ def step_cost_html(batch_size: int, dtype: str, checkpointing: bool, device: str
 def step_cost_panel(device: str | torch.device | None = None) -> Panel:
     """Batch size, autocast dtype and activation checkpointing → saved activations, FLOPs, time, peak memory.
 
-    fp16 is offered only on CUDA (it needs a GradScaler there); on other devices bf16 is the option.
+    fp16 (with a GradScaler) is offered only on CUDA: a CPU runs it too, but emulated and slowly,
+    so the panel's timings would teach nothing; on other devices bf16 is the option.
     """
     dev = check_device(device) if device is not None else get_device()
     dtypes = ["fp32", "bf16"] + (["fp16"] if dev.type == "cuda" else [])
