@@ -30,6 +30,7 @@ NB     ?= $(CHAPTERS)
 .PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book test unit execute lab student grading-bundle grade clean translations
 help:
 	@echo "make book     build the HTML book into _build/html (creates $(VENV) on first use)"
+	@echo "make book EDITION=class  the class book (no solutions) into _build/class/html"
 	@echo "make test     run every test: lectorch, the chapters (nbval), the book build, the browser"
 	@echo "make unit     the fast loop: ruff and lectorch's unit tests (no book, browser or notebook runs)"
 	@echo "make execute  re-execute chapters in place (NB=chapters/05_flops_mfu.ipynb for one)"
@@ -100,10 +101,17 @@ gpu-check:
 	$(PYTHON) tools/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 endif
 
+# EDITION=class: the class book (solutions replaced by stubs, tools/class_edition.py) in _build/class/html
+EDITION ?= self-study
 book: $(STAMP)
+ifeq ($(EDITION),class)
+	$(BIN)/python tools/class_edition.py _build/class/html
+else
+	@test "$(EDITION)" = self-study || { echo "EDITION=$(EDITION): use EDITION=self-study (the default) or EDITION=class"; exit 2; }
 	$(BIN)/jupyter-book build . --keep-going
 	$(BIN)/python tools/i18n.py build _build/html/zh cache
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html)."
+endif
 
 # Re-extract the English messages and merge them into locales/zh_CN (changed ones turn fuzzy).
 translations: $(STAMP)

@@ -19,16 +19,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def build(output: Path, *, builder: str = "html", language: str | None = None,
-          execute: str = "off") -> subprocess.CompletedProcess:
+          execute: str = "off", source: Path = ROOT) -> subprocess.CompletedProcess:
     """Run jupyter-book with -n -W --keep-going (execution off by default); return the finished process.
 
     ``language`` builds that translation (e.g. "zh_CN", from locales/); ``builder`` "gettext"
-    extracts the message catalogs into OUTPUT/_build/gettext.
+    extracts the message catalogs into OUTPUT/_build/gettext. ``source`` is the folder holding the
+    book's _config.yml, _toc.yml and chapters (another one: the class edition, tools/class_edition.py);
+    the config's other paths (extensions, catalogs, cache) stay this repository's.
     """
     output = Path(output)
     if output.exists():
         shutil.rmtree(output)
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config = yaml.safe_load((Path(source) / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = execute
     config["execute"]["cache"] = str(ROOT / config["execute"].get("cache", "_build/.jupyter_cache"))
     sphinx_config = config["sphinx"]["config"]
@@ -43,7 +45,7 @@ def build(output: Path, *, builder: str = "html", language: str | None = None,
         cfg = Path(tmp) / "_config.yml"
         cfg.write_text(yaml.safe_dump(config, sort_keys=False))
         cmd = [
-            str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "--path-output", str(output),
+            str(Path(sys.executable).with_name("jupyter-book")), "build", str(source), "--path-output", str(output),
             "--config", str(cfg), "-n", "-W", "--keep-going", "--all",
         ]
         cmd += ["--builder", "custom", "--custom-builder", builder] if builder == "gettext" else ["--builder", builder]

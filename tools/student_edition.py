@@ -14,6 +14,7 @@ The edition holds only notebooks and their includes: never the instructor's ``gr
 
 from __future__ import annotations
 
+import ast
 import shutil
 import sys
 from pathlib import Path
@@ -24,27 +25,69 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 
 
-def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
-    """Return a copy of ``nb`` with solutions swapped for stubs and outputs cleared."""
+def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook", *,
+                     keep_lesson_outputs: bool = False) -> nbformat.NotebookNode:
+    """Return a copy of ``nb`` with solutions swapped for stubs and outputs cleared.
+
+    ``keep_lesson_outputs`` (the class edition of the book, tools/class_edition.py) keeps the stored
+    outputs and widget state of the lesson's cells, so the lesson reads as in the book. Cleared are
+    the outputs of the stubs, of every checker and of every cell that uses what a solution defines
+    (directly or through a later cell's names), as a student who has not done the exercises sees them.
+    """
     out = nbformat.from_dict(nb)
     cells = []
+    answered: set[str] = set()  # names a solution defines, and the names computed from them
     for cell in out.cells:
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
         if cell.cell_type == "markdown" and ("{solution-start}" in source or "{solution-end}" in source):
             continue
         if cell.cell_type == "code":
+            keep = keep_lesson_outputs
             if "solution" in cell.metadata.get("tags", []):
                 stub = cell.metadata.get("lectorch", {}).get("stub")
                 if not stub:
                     raise ValueError(f"{name}: a solution cell has no lectorch.stub metadata:\n{source[:200]}")
+                answered |= _names(source)[0] | _names(stub)[0]
                 cell.source = stub
                 cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "solution"] + ["exercise"]
-            cell.outputs = []
-            cell.execution_count = None
+                keep = False
+            elif keep:
+                defined, used = _names(source)
+                if used & answered or "lectorch.check" in source or "lectorch.exercises" in source:
+                    answered |= defined
+                    keep = False
+            if not keep:
+                cell.outputs = []
+                cell.execution_count = None
         cells.append(cell)
     out.cells = cells
-    out.metadata.pop("widgets", None)
+    if not keep_lesson_outputs:
+        out.metadata.pop("widgets", None)
     return out
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell defines (assigned, imported, def/class, or an attribute/item of it set) and
+    the names it reads; a cell that is not Python (a ``%%magic``) defines and reads everything."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {"*"}, {"*"}
+    defined, used = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (used if isinstance(node.ctx, ast.Load) else defined).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.alias):
+            defined.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                defined.add(base.id)
+    return defined, used | ({"*"} if "*" in defined else set())
 
 
 FORBIDDEN = ("grading", "grading-bundle")

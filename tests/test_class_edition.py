@@ -1,0 +1,161 @@
+"""The class edition of the book (``make book EDITION=class``, tools/class_edition.py) holds no
+solution: not in its pages, not in ``_sources`` or the notebooks its download buttons give; every
+chapter is there in English and 中文, with each exercise's stub."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from html import unescape
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import class_edition  # noqa: E402
+
+pytestmark = pytest.mark.book
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+
+def build_class_book(output: Path) -> Path:
+    """Build the class edition into ``output`` (English; 中文 in ``output/zh``), strictly.
+
+    The one place the tests build it: a shared fixture for built books can serve it instead."""
+    for language, proc in zip(("English", "中文"), class_edition.build(output)):
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 0, f"the class edition's {language} build failed:\n{log[-6000:]}"
+        warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+        assert not warnings, f"the class edition's {language} build warned:\n" + "\n".join(warnings)
+    return output
+
+
+@pytest.fixture(scope="module")
+def class_book(tmp_path_factory) -> Path:
+    return build_class_book(tmp_path_factory.mktemp("class-book") / "html")
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part["chapters"]]
+
+
+def solution_lines(chapter: Path) -> list[str]:
+    """The lines of the chapter's solutions that appear nowhere else in it (not in a stub, not in
+    the lesson's cells or their outputs): what must not reach a class."""
+    nb = nbformat.read(chapter, as_version=4)
+    solutions = [c for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+    elsewhere = [c.source for c in nb.cells if c not in solutions]
+    elsewhere += [c.metadata["lectorch"]["stub"] for c in solutions]
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell not in solutions else []:
+            elsewhere += [output.get("text", "")] + [v for v in output.get("data", {}).values() if isinstance(v, str)]
+    elsewhere = "\n".join(elsewhere)
+    lines = {line.strip() for c in solutions for line in c.source.splitlines()}
+    return sorted(line for line in lines if len(line) >= 12 and line not in elsewhere)
+
+
+def page_text(page: Path) -> str:
+    """A built page's text as a reader sees it (tags dropped, entities decoded, code contiguous)."""
+    html = page.read_text(encoding="utf-8")
+    html = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
+    return unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_every_page_is_built_in_english_and_chinese(class_book):
+    for doc in toc_files():
+        assert (class_book / f"{doc}.html").exists(), f"{doc}.html is missing from the class edition"
+        zh = class_book / "zh" / f"{doc}.html"
+        assert zh.exists(), f"zh/{doc}.html is missing from the class edition"
+        assert 'lang="zh' in zh.read_text(encoding="utf-8")[:2000], f"zh/{doc}.html is not the Chinese page"
+
+
+@pytest.mark.parametrize("language", ["", "zh"])
+def test_no_solution_reaches_the_pages(class_book, language):
+    book = class_book / language
+    leaks = []
+    for chapter in CHAPTERS:
+        page = book / "chapters" / f"{chapter.stem}.html"
+        html = page.read_text(encoding="utf-8")
+        assert 'class="solution' not in html, f"{page}: a solution drop-down"
+        assert "application/vnd.lectorch.check+json" not in html, f"{page}: a checker's verdict"
+        text = page_text(page)
+        leaks += [f"{page.name}: {line}" for line in solution_lines(chapter) if line in text]
+    assert not leaks, "solution code in the class edition's pages:\n" + "\n".join(leaks)
+
+
+@pytest.mark.parametrize("language", ["", "zh"])
+def test_the_downloadable_notebooks_are_the_student_notebooks(class_book, language):
+    book = class_book / language
+    for chapter in CHAPTERS:
+        page = book / "chapters" / f"{chapter.stem}.html"
+        links = set(re.findall(r'href="([^"]+\.ipynb)"', page.read_text(encoding="utf-8")))
+        assert links, f"{page}: no download link for the notebook"
+        assert not [u for u in links if re.match(r"(https?:)?//", u)], f"{page} links a notebook elsewhere: {links}"
+        for link in links:
+            target = (page.parent / link).resolve()
+            assert target.is_relative_to(book.resolve()) and target.exists(), f"{page}: {link} is not in the book"
+            text = target.read_text(encoding="utf-8")
+            nb = nbformat.reads(text, as_version=4)
+            assert not [c for c in nb.cells if "solution" in c.metadata.get("tags", [])], f"{target}: a solution cell"
+            assert "{solution-start}" not in text
+            leaks = [line for line in solution_lines(chapter) if line in text
+                     or json.dumps(line)[1:-1] in text]
+            assert not leaks, f"{target} holds solution code: {leaks[:3]}"
+            checks = [c for c in nb.cells if c.cell_type == "code" and "lectorch.check(" in c.source]
+            assert checks and not [c for c in checks if c.outputs], f"{target}: a checker cell kept its verdict"
+    assert not (book / "_sources" / "grading").exists()
+
+
+def test_no_page_links_to_the_repository_or_colab(class_book):
+    for page in class_book.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        for url in re.findall(r'href="([^"]+)"', html):
+            assert "colab" not in url and not re.search(r"github\.com/[^\"]*/(blob|tree|issues)", url), \
+                f"{page.name} links {url} (the repository holds the solutions)"
+
+
+def test_every_exercise_stub_is_in_the_pages(class_book):
+    for chapter in CHAPTERS:
+        nb = nbformat.read(chapter, as_version=4)
+        stubs = [c.metadata["lectorch"]["stub"] for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+        assert stubs, f"{chapter.name} has no exercise"
+        for language in ("", "zh"):
+            text = page_text(class_book / language / "chapters" / f"{chapter.stem}.html")
+            for stub in stubs:
+                first = next(line.strip() for line in stub.splitlines() if line.strip())
+                assert first in text, f"{language or 'en'} {chapter.stem}: the stub {first!r} is missing"
+
+
+def distinctive_answers() -> dict[str, list[str]]:
+    """The plain expected values of the instructor's value and prediction exercises that are large
+    enough (≥ 1e5) to be found in a page, as a page would print them: three significant figures
+    (``9.58e21``) and, for a whole number, its digits."""
+    import grading
+
+    shown = {}
+    for exercise_id, value in grading.expected_values(grading.topic_modules()).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+                and abs(value) >= 1e5:
+            forms = [f"{value:.3g}".replace("e+", "e")]
+            if float(value).is_integer():
+                forms += [str(int(value)), f"{int(value):,}"]
+            shown[exercise_id] = forms
+    return shown
+
+
+def test_no_expected_value_of_a_graded_exercise_is_printed(class_book):
+    """A lesson that computes a graded answer gives it away (chapter 05's worked example once
+    computed chapter 00's exactly)."""
+    answers = distinctive_answers()
+    assert answers
+    for page in sorted(class_book.rglob("chapters/*.html")):
+        text = page_text(page).replace("e+", "e")
+        found = [f"{exercise_id} = {form}" for exercise_id, forms in answers.items() for form in forms
+                 if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d,])", text)]
+        assert not found, f"{page.relative_to(class_book)} prints a graded answer: {found}"

@@ -1,0 +1,87 @@
+"""The class edition of the book: the student edition's chapters (every solution replaced by its
+stub) built with the book's own _config.yml and _toc.yml, in English and 中文.
+
+    python tools/class_edition.py [OUTPUT]      # default _build/class/html (中文: OUTPUT/zh)
+
+``make book EDITION=class`` runs it. The self-study book (``make book``) shows each solution in a
+drop-down; this one is what an instructor gives a class: no drop-down, no reference code, and its
+``_sources/*.ipynb`` (the pages' download button) are the student notebooks. The lesson's stored
+outputs are kept; from a chapter's first exercise on every output is cleared (a checker's verdict,
+a cell that uses an answer), as a student who has not done the exercises sees them. Nothing is
+executed (the stubs would stop a run). The pages do not link to the repository (it holds the
+solutions): no repository, issues or Colab buttons.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import build_book  # noqa: E402
+import i18n  # noqa: E402
+import student_edition  # noqa: E402
+
+OUTPUT = ROOT / "_build" / "class" / "html"
+
+
+def stage(folder: Path) -> Path:
+    """Write the class edition's sources into ``folder``: config, table of contents and chapters."""
+    folder = Path(folder)
+    shutil.copytree(ROOT / "chapters", folder / "chapters", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "_traces"))
+    for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        nb = student_edition.student_notebook(nbformat.read(path, as_version=4), path.name,
+                                              keep_lesson_outputs=True)
+        nbformat.write(nb, folder / "chapters" / path.name)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["html"].update(use_repository_button=False, use_issues_button=False)
+    config["launch_buttons"]["colab_url"] = ""
+    # the static files stay the repository's (a relative path would be read from the staged folder)
+    sphinx_config = config["sphinx"]["config"]
+    sphinx_config["html_static_path"] = [str(ROOT / p) for p in sphinx_config.get("html_static_path", [])]
+    (folder / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    shutil.copy(ROOT / "_toc.yml", folder / "_toc.yml")
+    return folder
+
+
+def build(output: Path = OUTPUT) -> list[subprocess.CompletedProcess]:
+    """Build the class edition into ``output`` (English) and ``output/zh``; return both builds.
+
+    Strict (warnings fail) and from the stored outputs, as the tests build the book. ``output`` is
+    replaced only when both builds succeed.
+    """
+    output = Path(output)
+    with tempfile.TemporaryDirectory(prefix="lectorch-class-") as tmp:
+        source = stage(Path(tmp) / "source")
+        # the two languages read the same sources and build independently: one per core
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            english = pool.submit(build_book.build, Path(tmp) / "en", source=source)
+            chinese = pool.submit(build_book.build, Path(tmp) / "zh", source=source, language=i18n.LANGUAGE)
+            english, chinese = english.result(), chinese.result()
+        if english.returncode == 0 and chinese.returncode == 0:
+            if output.exists():
+                shutil.rmtree(output)
+            shutil.copytree(Path(tmp) / "en" / "_build" / "html", output)
+            shutil.copytree(Path(tmp) / "zh" / "_build" / "html", output / "zh")
+    return [english, chinese]
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUTPUT
+    builds = build(out)
+    for name, proc in zip(("English", "中文"), builds):
+        if proc.returncode:
+            print(f"the class edition's {name} build failed:\n{(proc.stdout + proc.stderr)[-5000:]}",
+                  file=sys.stderr)
+    if any(proc.returncode for proc in builds):
+        sys.exit(1)
+    print(f"Open {out / 'index.html'} in a browser (中文: {out / 'zh' / 'index.html'}).")
