@@ -232,6 +232,7 @@ def grade_folder(folder: Path, *, bundle: Path | dict, reference_dir: Path, regi
                 "lectorch": bundle.get("lectorch")}
     registry = exercises() if registry is None else registry
     iso = sandbox.detect(isolation, use_cgroups=use_cgroups)
+    sandbox.remove_stale_folders(workdir)  # what a killed grader left behind
     if iso.mode != "bwrap" and iso.cgroup is None:
         jobs = 1  # orphans are found as our own new children: one sandbox at a time
         sandbox.become_subreaper()

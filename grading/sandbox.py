@@ -184,6 +184,58 @@ def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: li
     return cmd
 
 
+#: a sandbox folder's owner: "<grader pid> <its start time>" (a folder is stale once that process is gone)
+MARKER = ".lectorch-grader"
+FOLDER_PREFIX = "lectorch-grade-"
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot), None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_mark() -> str:
+    return f"{os.getpid()} {_start_time(os.getpid())}"
+
+
+def make_folder(workdir: Path | None = None) -> Path:
+    """A new sandbox folder in ``workdir`` (default: the temporary folder), marked as this grader's."""
+    box = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=workdir))
+    (box / MARKER).write_text(_owner_mark(), encoding="ascii")
+    return box
+
+
+def remove_stale_folders(workdir: Path | None = None) -> list[Path]:
+    """Remove the sandbox folders that a killed grader (SIGKILL, a power cut) left in ``workdir``
+    (default: the temporary folder); return them. Only folders that carry a grader's marker, belong
+    to this user and whose grader is no longer running are touched: another program's
+    ``lectorch-grade-*`` folder, or a live grader's (a shard beside this one), is left alone."""
+    removed = []
+    folder = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(FOLDER_PREFIX)]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue
+            marker = Path(entry.path) / MARKER
+            if marker.is_symlink() or not marker.is_file():
+                continue
+            pid, started = marker.read_text(encoding="ascii")[:64].split()
+            if _start_time(int(pid)) == started:  # its grader still runs
+                continue
+            remove_tree(Path(entry.path))
+            removed.append(Path(entry.path))
+        except (OSError, ValueError):
+            continue
+    return removed
+
+
 #: the sandboxes running now (for :func:`abort_all`): id -> (process, cgroup, folder)
 _LIVE: dict[int, tuple] = {}
 _LIVE_LOCK = threading.Lock()
@@ -347,7 +399,7 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
     leaving, every process of it is dead and its folder (made in ``workdir``, default the temporary
     folder) removed. Its cgroup is named ``lectorch-grade-<grader pid>-<random>``."""
     start = time.monotonic()
-    box = Path(tempfile.mkdtemp(prefix="lectorch-grade-", dir=workdir))
+    box = make_folder(workdir)
     group = None
     proc = None
     ran = None
