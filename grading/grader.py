@@ -236,7 +236,9 @@ def grade_folder(folder: Path, *, bundle: Path | dict, reference_dir: Path, regi
     if iso.mode != "bwrap" and iso.cgroup is None:
         jobs = 1  # orphans are found as our own new children: one sandbox at a time
         sandbox.become_subreaper()
-    limits = Limits(timeout_s=timeout_s, memory_bytes=int(memory_gb * 2**30), max_tasks=max_tasks)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    limits = Limits(timeout_s=timeout_s, memory_bytes=int(memory_gb * 2**30), max_tasks=max_tasks,
+                    threads=max(1, cores // jobs) if jobs > 1 else 0)
     ctx = Context(folder, chapters, bundle, registry, limits, iso, [Path(p) for p in public], workdir)
     report = Report(iso.description, info, shard=f"{index}/{count}")
     log = Records(records, {"isolation": iso.description, "bundle": info, "shard": f"{index}/{count}"})

@@ -46,13 +46,15 @@ GRACE_S = 8                      # the grader kills a sandbox this long after it
 @dataclass
 class Limits:
     """Per notebook: ``timeout_s`` of wall time in all (kernel start, cells, answers), memory in
-    bytes (the whole sandbox), processes and threads, open files, seconds per hidden case."""
+    bytes (the whole sandbox), processes and threads, open files, seconds per hidden case, and the
+    threads of its math libraries (``OMP_NUM_THREADS``; 0: their default, one per core)."""
 
     timeout_s: float = 300
     memory_bytes: int = 4 * 2**30
     case_s: float = 30
     max_tasks: int = 256
     open_files: int = 256
+    threads: int = 0
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0 or not self.memory_bytes > 0:
@@ -131,7 +133,7 @@ def _python_roots() -> list[Path]:
     return out
 
 
-def _env(home: str, tmp: str, runtime: str, pythonpath: str = "") -> dict[str, str]:
+def _env(home: str, tmp: str, runtime: str, pythonpath: str = "", threads: int = 0) -> dict[str, str]:
     venv_bin = str(Path(sys.prefix) / "bin")
     env = {
         "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": tmp,
@@ -142,6 +144,9 @@ def _env(home: str, tmp: str, runtime: str, pythonpath: str = "") -> dict[str, s
     }
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
+    if threads:  # N sandboxes at once: each its share of the cores (spinning OpenMP threads that
+        # outnumber the cores cost more CPU than they save)
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
     for name in ("LECTORCH_DEVICE", "CUDA_VISIBLE_DEVICES"):  # the instructor's choices, not secrets
         if name in os.environ:
             env[name] = os.environ[name]
@@ -380,7 +385,7 @@ def _prepare(box: Path, notebook: bytes, name: str, plan_items: list[dict], inpu
             os.chown(p, uid, uid)
     public = [Path(m).resolve() for m in public]
     pythonpath = ":".join(["/grade/public"] if bw else sorted({str(m.parent) for m in public}))
-    env = _env(home, inside["tmp"], runtime, pythonpath if public else "")
+    env = _env(home, inside["tmp"], runtime, pythonpath if public else "", limits.threads)
     if bw:
         cmd = _bwrap_command(box, env, limits.memory_bytes, public)
     else:

@@ -1,6 +1,6 @@
-"""What a killed grader leaves behind is cleaned up at the next start (only what a grader made, and
-only once that grader is gone), and the cgroup v2 path, which this machine (v1) cannot run, works
-against a fake cgroup file system."""
+"""The sandboxes' housekeeping: what a killed grader leaves behind is cleaned up at the next start
+(only what a grader made, and only once that grader is gone); the cgroup v2 path, which a v1
+machine cannot run, works against a fake cgroup file system; parallel sandboxes share the cores."""
 
 from __future__ import annotations
 
@@ -141,3 +141,11 @@ def test_v2_stale_groups_of_dead_graders_are_removed(fake_v2):
         d.mkdir()
     assert cgroups.remove_stale() == 1
     assert not dead.exists() and alive.is_dir() and other.is_dir()
+
+
+# ---------------------------------------------------------------- parallel sandboxes share the cores
+
+def test_parallel_sandboxes_get_their_share_of_the_cores():
+    assert "OMP_NUM_THREADS" not in sandbox._env("/h", "/t", "/r")  # one at a time: the libraries' default
+    env = sandbox._env("/h", "/t", "/r", threads=3)
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "3"
