@@ -152,8 +152,7 @@ def distinctive_answers() -> dict[str, list[str]]:
 def test_no_expected_value_of_a_graded_exercise_is_printed(class_book):
     """A lesson that computes a graded answer gives it away (chapter 05's worked example once
     computed chapter 00's exactly)."""
-    answers = distinctive_answers()
-    assert answers
+    answers = distinctive_answers()  # (none once every value exercise is a function of hidden cases)
     for page in sorted(class_book.rglob("chapters/*.html")):
         text = page_text(page).replace("e+", "e")
         found = [f"{exercise_id} = {form}" for exercise_id, forms in answers.items() for form in forms
