@@ -16,12 +16,11 @@ GPU_WHEELS ?= wheels/gpu-cp312
 PY_CHECK := import sys; sys.exit(not (3, 11, 5) <= sys.version_info[:3] < (3, 14))
 PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 is not supported: \
   jupyter-book's theme needs 3.11.5). Install one, then e.g. PYTHON=python3.12 make book
-# torch's CPU build comes from PyTorch's CPU wheel index (a local copy pip knows of is used first);
-# where the index cannot be reached, PyPI's build of the same version (larger, CUDA-enabled, runs on a CPU).
+# torch's CPU build comes from PyTorch's CPU wheel index, else from a local copy pip knows of; where
+# neither has it, PyPI's build of the same version (CUDA-enabled, a few GB more, runs on a CPU):
+# tools/lock.py install-cpu says which.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP := -m pip install --quiet --disable-pip-version-check
-URL_CHECK := import os, sys, urllib.parse as p, urllib.request as r; u = p.urlparse(sys.argv[1]); \
-  sys.exit(not os.path.isdir(r.url2pathname(u.path))) if u.scheme == "file" else r.urlopen(sys.argv[1], timeout=10)
 LAB_PORT  ?= 8888
 LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
@@ -58,14 +57,7 @@ ifdef SYSTEM_TORCH
 else
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 ifeq ($(ACCEL),cpu)
-	@# (an unreachable extra index would cost pip retries for every package: asked once, up front)
-	@if $(BIN)/python -c '$(URL_CHECK)' $(TORCH_CPU_INDEX)/torch/ 2>/dev/null; then index="--extra-index-url $(TORCH_CPU_INDEX)"; \
-	else echo "PyTorch's CPU index $(TORCH_CPU_INDEX) cannot be reached: torch's CPU build only from a local copy"; index=""; fi; \
-	echo "$(BIN)/python $(PIP) -r $(LOCK) $$index"; \
-	$(BIN)/python $(PIP) -r $(LOCK) $$index || { \
-	  echo "pip could not install torch's CPU build: installing PyPI's build of the same torch version"; \
-	  sed -E 's/^(torch==[^+ ]+)\+cpu/\1/' $(LOCK) > $(VENV)/requirements-pypi-torch.txt && \
-	  $(BIN)/python $(PIP) -r $(VENV)/requirements-pypi-torch.txt; }
+	$(BIN)/python tools/lock.py install-cpu --index $(TORCH_CPU_INDEX)
 else
 	$(BIN)/python $(PIP) -r $(LOCK)
 endif
