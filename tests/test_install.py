@@ -138,11 +138,21 @@ def test_without_index_or_copy_it_installs_pypis_build_of_the_same_version_pinne
 
 
 def test_the_install_check_accepts_pypis_build_of_the_pinned_version_on_a_cpu(monkeypatch):
-    pinned = next(line for line in lock._body(lock.LOCKS["cpu"]) if line.startswith("torch=="))
-    version = pinned.split("==", 1)[1].removesuffix("+cpu")
-    monkeypatch.setattr(torch, "__version__", version)
+    version = lock._torch_pin("cpu").split("==", 1)[1].removesuffix("+cpu")
+    assert lock._torch_pin("cuda") == f"torch=={version}"
+    # PyPI's Linux build, as pip installs it: a local label naming its CUDA, and CUDA compiled in
+    monkeypatch.setattr(torch, "__version__", f"{version}+cu130")
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
     message = lock.check_install("cpu")
-    assert f"torch {version}: PyPI's build" in message and "runs on a CPU" in message and lock.TORCH_CPU_INDEX in message
-    monkeypatch.setattr(torch, "__version__", "2.0.0")
-    with pytest.raises(SystemExit, match="remove the venv"):
-        lock.check_install("cpu")
+    assert f"torch {version}+cu130: PyPI's build (CUDA 13.0)" in message and "runs on a CPU" in message
+    assert lock.TORCH_CPU_INDEX in message
+    assert "as requirements-cuda.txt pins" in lock.check_install("cuda")  # the CUDA lock's own torch
+    monkeypatch.setattr(torch, "__version__", "2.0.0+cu130")
+    for accel in ("cpu", "cuda"):
+        with pytest.raises(SystemExit, match="remove the venv"):
+            lock.check_install(accel)
+    monkeypatch.setattr(torch, "__version__", f"{version}+cpu")
+    monkeypatch.setattr(torch.version, "cuda", None)
+    assert "CPU build), as requirements.txt pins" in lock.check_install("cpu")
+    with pytest.raises(SystemExit, match="is a CPU build"):
+        lock.check_install("cuda")

@@ -215,18 +215,18 @@ def check_install(accel: str, *, system_torch: bool = False) -> str:
         if accel == "cuda" and cuda is None:
             raise SystemExit(f"SYSTEM_TORCH=1 ACCEL=cuda, but the machine's torch {torch.__version__} is a CPU build")
         return f"torch {torch.__version__} (the machine's own, CUDA {cuda})"
-    pins = [line for line in _body(LOCKS[accel]) if line.lower().startswith("torch==")]
-    want = pins[0].split("==", 1)[1].split(";")[0].strip() if pins else "?"
-    if accel == "cpu" and want.endswith("+cpu") and torch.__version__ == want.removesuffix("+cpu"):
-        # make install's fallback where neither PyTorch's CPU index nor a local copy had the CPU build
-        return (f"torch {torch.__version__}: PyPI's build{f' (CUDA {cuda})' if cuda else ''}, which runs on a CPU; "
-                f"{LOCKS[accel].name} pins the CPU build {want} (from {TORCH_CPU_INDEX}), which pip could not get")
-    if torch.__version__ != want:
-        raise SystemExit(f"{LOCKS[accel].name} pins torch {want}, but this venv has torch {torch.__version__}: "
+    want = _torch_pin(accel).split("==", 1)[1]
+    have = str(torch.__version__)  # PyPI's builds carry a local label too: 2.13.0+cu130
+    if have.split("+")[0] != want.split("+")[0]:
+        raise SystemExit(f"{LOCKS[accel].name} pins torch {want}, but this venv has torch {have}: "
                          f"remove the venv and run make install ACCEL={accel} again")
+    if accel == "cpu" and cuda is not None:
+        # make install's fallback where neither PyTorch's CPU index nor a local copy had the CPU build
+        return (f"torch {have}: PyPI's build (CUDA {cuda}), which runs on a CPU; {LOCKS[accel].name} pins "
+                f"the CPU build {want} (from {TORCH_CPU_INDEX}), which pip could not get here")
     if (accel == "cpu") != (cuda is None):
-        raise SystemExit(f"ACCEL={accel} but torch {torch.__version__} is a {'CUDA' if cuda else 'CPU'} build")
-    return f"torch {torch.__version__} ({'CPU build' if cuda is None else f'CUDA {cuda}'}), as {LOCKS[accel].name} pins"
+        raise SystemExit(f"ACCEL={accel} but torch {have} is a {'CUDA' if cuda else 'CPU'} build")
+    return f"torch {have} ({'CPU build' if cuda is None else f'CUDA {cuda}'}), as {LOCKS[accel].name} pins"
 
 
 def main(argv: list[str] | None = None) -> None:
