@@ -11,6 +11,7 @@ LOCK   := $(LOCK_$(ACCEL))
 # packages and gets everything of the lock but torch and its CUDA stack.
 TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
 STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
+OUTER_SITE := import site, sys; sys.prefix != sys.base_prefix and print(*site.getsitepackages(), sep="\n")
 GPU_WHEELS ?= wheels/gpu-cp312
 # The Pythons the locks cover (tools/lock.py SUPPORTED): checked before anything is installed.
 PY_CHECK := import sys; sys.exit(not (3, 11, 5) <= sys.version_info[:3] < (3, 14))
@@ -51,7 +52,10 @@ $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -c '$(PY_CHECK)' 2>/dev/null || { \
 	  echo "$(PYTHON): $$($(PYTHON) --version 2>&1 | head -1)"; echo "$(PY_HELP)"; exit 2; }
 ifdef SYSTEM_TORCH
-	@test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	@# PYTHON may itself be a venv's (its torch in that venv): a venv made from it would see only the
+	@# base Python's packages, so a .pth file adds that venv's site-packages, after .venv's own.
+	@test -x $(BIN)/python || { $(PYTHON) -m venv --system-site-packages $(VENV) && \
+	  $(PYTHON) -c '$(OUTER_SITE)' > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/lectorch-system-torch.pth"; }
 	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/requirements-without-torch.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(VENV)/requirements-without-torch.txt
 else

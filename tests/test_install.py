@@ -156,3 +156,24 @@ def test_the_install_check_accepts_pypis_build_of_the_pinned_version_on_a_cpu(mo
     assert "CPU build), as requirements.txt pins" in lock.check_install("cpu")
     with pytest.raises(SystemExit, match="is a CPU build"):
         lock.check_install("cuda")
+
+
+def test_system_torch_from_a_venvs_python_sees_that_venvs_torch(tmp_path):
+    """`make install SYSTEM_TORCH=1 PYTHON=some-venv/bin/python`: the new venv's base is the base
+    Python, so the Makefile adds the given venv's site-packages with a .pth file (OUTER_SITE)."""
+    assert sys.prefix != sys.base_prefix  # the tests run in a venv, which has torch
+    plan = _make("-n", "install", "SYSTEM_TORCH=1", f"VENV={tmp_path / 'venv'}").stdout
+    assert "--system-site-packages" in plan and "lectorch-system-torch.pth" in plan
+    inner = tmp_path / "inner"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(inner)], check=True)
+    site = subprocess.run([inner / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    pth = _make("--eval", "outer: ; @$(PYTHON) -c '$(OUTER_SITE)'", "outer", f"PYTHON={sys.executable}").stdout
+    assert pth.strip(), "OUTER_SITE printed nothing for a venv's Python"
+    (Path(site) / "lectorch-system-torch.pth").write_text(pth)
+    seen = subprocess.run([inner / "bin" / "python", "-c", "import importlib.util as u; print(u.find_spec('torch').origin)"],
+                          capture_output=True, text=True, check=True).stdout
+    assert Path(seen).resolve().is_relative_to(Path(torch.__file__).resolve().parent.parent)
+    # the base Python's own packages stay visible too, behind both
+    base = _make("--eval", "outer: ; @$(PYTHON) -c '$(OUTER_SITE)'", "outer", f"PYTHON={sys.base_prefix}/bin/python3")
+    assert base.stdout == "" and base.returncode == 0  # a plain Python: nothing to add
