@@ -11,17 +11,17 @@ LOCK   := $(LOCK_$(ACCEL))
 # packages and gets everything of the lock but torch and its CUDA stack.
 TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
 STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
+OUTER_SITE := import site, sys; sys.prefix != sys.base_prefix and print(*site.getsitepackages(), sep="\n")
 GPU_WHEELS ?= wheels/gpu-cp312
 # The Pythons the locks cover (tools/lock.py SUPPORTED): checked before anything is installed.
 PY_CHECK := import sys; sys.exit(not (3, 11, 5) <= sys.version_info[:3] < (3, 14))
 PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 is not supported: \
   jupyter-book's theme needs 3.11.5). Install one, then e.g. PYTHON=python3.12 make book
-# torch's CPU build comes from PyTorch's CPU wheel index (a local copy pip knows of is used first);
-# where the index cannot be reached, PyPI's build of the same version (larger, CUDA-enabled, runs on a CPU).
+# torch's CPU build comes from PyTorch's CPU wheel index, else from a local copy pip knows of; where
+# neither has it, PyPI's build of the same version (CUDA-enabled, a few GB more, runs on a CPU):
+# tools/lock.py install-cpu says which.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP := -m pip install --quiet --disable-pip-version-check
-URL_CHECK := import os, sys, urllib.parse as p, urllib.request as r; u = p.urlparse(sys.argv[1]); \
-  sys.exit(not os.path.isdir(r.url2pathname(u.path))) if u.scheme == "file" else r.urlopen(sys.argv[1], timeout=10)
 LAB_PORT  ?= 8888
 LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
@@ -53,20 +53,16 @@ $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -c '$(PY_CHECK)' 2>/dev/null || { \
 	  echo "$(PYTHON): $$($(PYTHON) --version 2>&1 | head -1)"; echo "$(PY_HELP)"; exit 2; }
 ifdef SYSTEM_TORCH
-	@test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	@# PYTHON may itself be a venv's (its torch in that venv): a venv made from it would see only the
+	@# base Python's packages, so a .pth file adds that venv's site-packages, after .venv's own.
+	@test -x $(BIN)/python || { $(PYTHON) -m venv --system-site-packages $(VENV) && \
+	  $(PYTHON) -c '$(OUTER_SITE)' > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/lectorch-system-torch.pth"; }
 	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/requirements-without-torch.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(VENV)/requirements-without-torch.txt
 else
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 ifeq ($(ACCEL),cpu)
-	@# (an unreachable extra index would cost pip retries for every package: asked once, up front)
-	@if $(BIN)/python -c '$(URL_CHECK)' $(TORCH_CPU_INDEX)/torch/ 2>/dev/null; then index="--extra-index-url $(TORCH_CPU_INDEX)"; \
-	else echo "PyTorch's CPU index $(TORCH_CPU_INDEX) cannot be reached: torch's CPU build only from a local copy"; index=""; fi; \
-	echo "$(BIN)/python $(PIP) -r $(LOCK) $$index"; \
-	$(BIN)/python $(PIP) -r $(LOCK) $$index || { \
-	  echo "pip could not install torch's CPU build: installing PyPI's build of the same torch version"; \
-	  sed -E 's/^(torch==[^+ ]+)\+cpu/\1/' $(LOCK) > $(VENV)/requirements-pypi-torch.txt && \
-	  $(BIN)/python $(PIP) -r $(VENV)/requirements-pypi-torch.txt; }
+	$(BIN)/python tools/lock.py install-cpu --index $(TORCH_CPU_INDEX)
 else
 	$(BIN)/python $(PIP) -r $(LOCK)
 endif

@@ -42,17 +42,23 @@ from typing import Any
 #: Environment variable naming another folder of reference runs (default: the repository's).
 REFERENCE_DIR_ENV = "LECTORCH_REFERENCE_DIR"
 
+#: The sizes ``make gpu-check`` measures at on a GPU (tools/gpu_check.py reads them from here), which
+#: the keys name and the predictions assume.
+MATMUL_BF16_SIZES = (1024, 2048, 4096, 8192)  # matmul_bf16_<n>
+MATMUL_FP32_SIZE = 8192                        # matmul_fp32_<n>, matmul_tf32_<n>
+H2D_COPY_BYTES = 2**30                         # h2d_*_1GiB_GBps (the keys name it)
+MLP_SETTING = {"dim": 4096, "num_layers": 8, "batch": 4096}  # backward_over_forward_time, step_peak_bytes
+OVERLAP_COPY_BYTES = 2**28        # 256 MiB of pinned host memory ...
+OVERLAP_MATMULS = (4, 8192)       # ... beside four 8192² bf16 matmuls
+
 #: Every measurement key a reference run may carry, with what it means. ``make gpu-check`` measures
 #: all of them; chapters show them by these names.
 KEYS: dict[str, str] = {
     "h2d_pinned_1GiB_GBps": "host-to-device copy of 1 GiB from pinned memory, GB/s",
     "h2d_pageable_1GiB_GBps": "host-to-device copy of 1 GiB from pageable memory, GB/s",
-    "matmul_bf16_1024": "1024³ bf16 matmul: seconds, TFLOP/s, MFU (dense bf16 peak)",
-    "matmul_bf16_2048": "2048³ bf16 matmul: seconds, TFLOP/s, MFU (dense bf16 peak)",
-    "matmul_bf16_4096": "4096³ bf16 matmul: seconds, TFLOP/s, MFU (dense bf16 peak)",
-    "matmul_bf16_8192": "8192³ bf16 matmul: seconds, TFLOP/s, MFU (dense bf16 peak)",
-    "matmul_fp32_8192": "8192³ fp32 matmul, TF32 off: seconds, TFLOP/s, MFU (fp32 peak)",
-    "matmul_tf32_8192": "8192³ fp32 matmul, TF32 on: seconds, TFLOP/s, MFU (tf32 peak)",
+    **{f"matmul_bf16_{n}": f"{n}³ bf16 matmul: seconds, TFLOP/s, MFU (dense bf16 peak)" for n in MATMUL_BF16_SIZES},
+    f"matmul_fp32_{MATMUL_FP32_SIZE}": f"{MATMUL_FP32_SIZE}³ fp32 matmul, TF32 off: seconds, TFLOP/s, MFU (fp32 peak)",
+    f"matmul_tf32_{MATMUL_FP32_SIZE}": f"{MATMUL_FP32_SIZE}³ fp32 matmul, TF32 on: seconds, TFLOP/s, MFU (tf32 peak)",
     "backward_over_forward_time": "time of a backward pass over its forward pass (MLP)",
     "step_peak_bytes": "peak bytes of one training step: predicted and measured",
     "bf16_over_fp32_step_time": "training-step time in bf16 autocast over fp32",
@@ -68,11 +74,6 @@ _NO_RUN = (
 
 #: The common GPU whose datasheet the chapters' predictions use.
 PREDICTION_GPU = "H100 SXM"
-
-#: The sizes ``make gpu-check`` measures at (tools/gpu_check.py), which the predictions assume.
-MLP_SETTING = {"dim": 4096, "num_layers": 8, "batch": 4096}
-OVERLAP_COPY_BYTES = 2**28        # 256 MiB of pinned host memory ...
-OVERLAP_MATMULS = (4, 8192)       # ... beside four 8192² bf16 matmuls
 
 
 def _matmul_prediction(spec, n: int, precision: str) -> str:

@@ -381,7 +381,8 @@ def measure(dry_run: bool) -> dict:
     from lectorch import bench, roofline, step_memory, train, transfer
     from lectorch.backprop import make_mlp
     from lectorch.device import get_device, synchronize
-    from lectorch.reference import KEYS
+    from lectorch.reference import (H2D_COPY_BYTES, KEYS, MATMUL_BF16_SIZES, MATMUL_FP32_SIZE, MLP_SETTING,
+                                    OVERLAP_COPY_BYTES, OVERLAP_MATMULS)
 
     dev = torch.device("cpu") if dry_run else get_device()
     cuda = dev.type == "cuda"
@@ -392,18 +393,21 @@ def measure(dry_run: bool) -> dict:
         peak = roofline.datasheet_peak(dev, p)
         return {"seconds": pt.seconds, "tflops": pt.flops_per_s / 1e12, "mfu": None if peak is None else pt.flops_per_s / peak}
 
-    for n in (1024, 2048, 4096, 8192):
+    for n in MATMUL_BF16_SIZES:
         m[f"matmul_bf16_{n}"] = matmul(n if cuda else 32, "bf16")
-    m["matmul_fp32_8192"] = matmul(8192 if cuda else 32, "fp32")
-    m["matmul_tf32_8192"] = matmul(8192, "tf32") if cuda else None
+    n = MATMUL_FP32_SIZE
+    m[f"matmul_fp32_{n}"] = matmul(n if cuda else 32, "fp32")
+    m[f"matmul_tf32_{n}"] = matmul(n, "tf32") if cuda else None
     if cuda:
-        m["h2d_pinned_1GiB_GBps"] = transfer.measure_copy(2**30, dev, pinned=True, trials=5, max_total_s=5).bytes_per_s / 1e9
-        m["h2d_pageable_1GiB_GBps"] = transfer.measure_copy(2**30, dev, pinned=False, trials=5, max_total_s=5).bytes_per_s / 1e9
+        for pinned in (True, False):
+            copy = transfer.measure_copy(H2D_COPY_BYTES, dev, pinned=pinned, trials=5, max_total_s=5)
+            m[f"h2d_{'pinned' if pinned else 'pageable'}_1GiB_GBps"] = copy.bytes_per_s / 1e9
     else:
         m["h2d_pinned_1GiB_GBps"] = m["h2d_pageable_1GiB_GBps"] = None
 
     # backward / forward time of an MLP (chapter 06's setting on a GPU)
-    dim, layers, batch = (4096, 8, 4096) if cuda else (64, 2, 64)
+    gpu_mlp = (MLP_SETTING["dim"], MLP_SETTING["num_layers"], MLP_SETTING["batch"])
+    dim, layers, batch = gpu_mlp if cuda else (64, 2, 64)
     dtype = torch.bfloat16 if cuda else torch.float32
     mlp = make_mlp((dim,) * (layers + 1)).to(device=dev, dtype=dtype)
     x = torch.randn(batch, dim, device=dev, dtype=dtype)
@@ -416,7 +420,7 @@ def measure(dry_run: bool) -> dict:
     m["backward_over_forward_time"] = (t_both - t_fwd) / t_fwd
 
     # a training step's peak memory: predicted (step_memory) and measured (chapter 08's setting)
-    gd, gl, gb = (4096, 8, 4096) if cuda else (64, 2, 64)
+    gd, gl, gb = gpu_mlp if cuda else (64, 2, 64)
     timeline = step_memory.step_timeline(gd, gl, gb, optimizer="adam")
     measured = None
     if cuda:
@@ -436,13 +440,14 @@ def measure(dry_run: bool) -> dict:
 
     # host→device copy overlapped with compute on another stream, against copy-then-compute
     if cuda:
-        host = torch.ones(2**28, dtype=torch.uint8, pin_memory=True)  # 256 MiB
+        count, n = OVERLAP_MATMULS
+        host = torch.ones(OVERLAP_COPY_BYTES, dtype=torch.uint8, pin_memory=True)
         dst = torch.empty_like(host, device=dev)
-        a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
         side = torch.cuda.Stream(dev)
 
         def compute() -> None:
-            for _ in range(4):
+            for _ in range(count):
                 a @ a
 
         def serial() -> None:

@@ -1,6 +1,7 @@
 """Resolve requirements.in into one lock per accelerator (the GPU box's wheels: tools/gpu_box.py).
 
     python tools/lock.py cpu cuda          # write requirements.txt and requirements-cuda.txt
+    .venv/bin/python tools/lock.py install-cpu   # `make install ACCEL=cpu`: the CPU lock into this venv
 
 The resolver is uv (`uv pip compile`, installed from PyPI into a scratch venv by `make lock`), which
 resolves for every Python at once: the locks are universal (`--universal`), one pin per package
@@ -116,6 +117,79 @@ def compile_lock(accel: str) -> pathlib.Path:
     return LOCKS[accel]
 
 
+def _reachable(url: str) -> bool:
+    """Can pip read this index page? (asked once, up front: an unreachable extra index costs pip
+    retries for every package)"""
+    import urllib.parse
+    import urllib.request
+
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        return pathlib.Path(urllib.request.url2pathname(parsed.path)).is_dir()
+    try:
+        urllib.request.urlopen(url, timeout=10).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _torch_pin(accel: str) -> str:
+    pins = [line.split(";")[0].strip() for line in _body(LOCKS[accel]) if line.lower().startswith("torch==")]
+    if len(pins) != 1:
+        raise SystemExit(f"{LOCKS[accel].name} must pin torch once, got {pins}")
+    return pins[0]
+
+
+def cpu_install_plan(index: str = TORCH_CPU_INDEX, *, fallback: pathlib.Path, env: dict | None = None
+                     ) -> tuple[list[str], str]:
+    """What `make install ACCEL=cpu` hands pip, and the line it says about torch.
+
+    torch's CPU build (``torch==X+cpu``, not on PyPI) comes from PyTorch's CPU index ``index`` where
+    it can be reached, else from a local copy pip is configured with (``find-links``). Where neither
+    has it for this Python, the plan is the CPU lock with PyPI's build of the same version and its
+    CUDA libraries, pinned as the CUDA lock pins them (written to ``fallback``): it runs on a CPU.
+    ``env``: the environment of pip's probe (tests point it at a ``file://`` index).
+
+        args, said = cpu_install_plan("file:///srv/simple", fallback=Path(".venv/requirements-pypi-torch.txt"))
+    """
+    pin = _torch_pin("cpu")
+    if _reachable(index.rstrip("/") + "/torch/"):
+        return (["-r", str(LOCKS["cpu"]), "--extra-index-url", index],
+                f"{pin}: torch's CPU build, from PyTorch's CPU index {index}")
+    # Is there a copy pip can install for this Python? (a dry run reads a local wheel's metadata only)
+    probe = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
+                            "--quiet", "--disable-pip-version-check", pin],
+                           capture_output=True, text=True, check=False, env=env)
+    python = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+    if probe.returncode == 0:
+        return (["-r", str(LOCKS["cpu"])],
+                f"{pin}: torch's CPU build, from a local copy pip knows of (PyTorch's CPU index {index} "
+                "cannot be reached)")
+    version = pin.split("==", 1)[1].removesuffix("+cpu")
+    stack = [line for line in _body(LOCKS["cuda"]) if TORCH_STACK.match(line)]
+    if not any(line.split(";")[0].strip() == f"torch=={version}" for line in stack):
+        raise SystemExit(f"{LOCKS['cuda'].name} must pin torch=={version}, as {LOCKS['cpu'].name} pins {pin}: "
+                         "run make lock")
+    rest = [line for line in _body(LOCKS["cpu"]) if not line.lower().startswith("torch==")]
+    fallback.write_text(f"# {LOCKS['cpu'].name} with PyPI's torch {version} and its CUDA stack as "
+                        f"{LOCKS['cuda'].name} pins them (written by tools/lock.py install-cpu)\n"
+                        + "\n".join(rest + stack) + "\n")
+    return (["-r", str(fallback)],
+            f"PyTorch's CPU index {index} cannot be reached and pip knows no local copy of {pin} for {python}: "
+            f"installing PyPI's build torch=={version} instead (CUDA-enabled, with its nvidia-* libraries "
+            f"as {LOCKS['cuda'].name} pins them: a few GB more; it runs on a CPU)")
+
+
+def install_cpu(index: str = TORCH_CPU_INDEX) -> None:
+    """`make install ACCEL=cpu`: install the CPU lock into the venv whose Python runs this."""
+    args, said = cpu_install_plan(index, fallback=pathlib.Path(sys.prefix) / "requirements-pypi-torch.txt")
+    print(said, flush=True)
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args]
+    print(" ".join(cmd), flush=True)
+    if subprocess.run(cmd, check=False).returncode:
+        raise SystemExit(f"pip could not install {args[1]} (above: what it said)")
+
+
 def check(accel: str, body: list[str]) -> None:
     """A lock is only a lock if torch is pinned to the build it claims and, for CUDA, its stack too."""
     torch_lines = [line for line in body if line.lower().startswith("torch==")]
@@ -141,25 +215,29 @@ def check_install(accel: str, *, system_torch: bool = False) -> str:
         if accel == "cuda" and cuda is None:
             raise SystemExit(f"SYSTEM_TORCH=1 ACCEL=cuda, but the machine's torch {torch.__version__} is a CPU build")
         return f"torch {torch.__version__} (the machine's own, CUDA {cuda})"
-    pins = [line for line in _body(LOCKS[accel]) if line.lower().startswith("torch==")]
-    want = pins[0].split("==", 1)[1].split(";")[0].strip() if pins else "?"
-    if accel == "cpu" and want.endswith("+cpu") and torch.__version__ == want.removesuffix("+cpu"):
-        # make install's fallback where PyTorch's CPU index could not be reached: PyPI's build
-        return (f"torch {torch.__version__} (PyPI's build{f', CUDA {cuda}' if cuda else ''}; it runs on a CPU): "
-                f"{LOCKS[accel].name} pins the CPU build {want}, from {TORCH_CPU_INDEX}, which pip could not reach")
-    if torch.__version__ != want:
-        raise SystemExit(f"{LOCKS[accel].name} pins torch {want}, but this venv has torch {torch.__version__}: "
+    want = _torch_pin(accel).split("==", 1)[1]
+    have = str(torch.__version__)  # PyPI's builds carry a local label too: 2.13.0+cu130
+    if have.split("+")[0] != want.split("+")[0]:
+        raise SystemExit(f"{LOCKS[accel].name} pins torch {want}, but this venv has torch {have}: "
                          f"remove the venv and run make install ACCEL={accel} again")
+    if accel == "cpu" and cuda is not None:
+        # make install's fallback where neither PyTorch's CPU index nor a local copy had the CPU build
+        return (f"torch {have}: PyPI's build (CUDA {cuda}), which runs on a CPU; {LOCKS[accel].name} pins "
+                f"the CPU build {want} (from {TORCH_CPU_INDEX}), which pip could not get here")
     if (accel == "cpu") != (cuda is None):
-        raise SystemExit(f"ACCEL={accel} but torch {torch.__version__} is a {'CUDA' if cuda else 'CPU'} build")
-    return f"torch {torch.__version__} ({'CPU build' if cuda is None else f'CUDA {cuda}'}), as {LOCKS[accel].name} pins"
+        raise SystemExit(f"ACCEL={accel} but torch {have} is a {'CUDA' if cuda else 'CPU'} build")
+    return f"torch {have} ({'CPU build' if cuda is None else f'CUDA {cuda}'}), as {LOCKS[accel].name} pins"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", nargs="+", help="cpu, cuda; check-install cpu|cuda [--system-torch]")
+    parser.add_argument("what", nargs="+", help="cpu, cuda; install-cpu; check-install cpu|cuda [--system-torch]")
+    parser.add_argument("--index", default=TORCH_CPU_INDEX, help="install-cpu: PyTorch's CPU wheel index")
     args = parser.parse_args(argv)
     what = [w for w in args.what if w != "--system-torch"]
+    if what == ["install-cpu"]:
+        install_cpu(args.index)
+        return
     if what[0] == "check-install":
         if len(what) != 2 or what[1] not in LOCKS:
             parser.error("usage: tools/lock.py check-install cpu|cuda [--system-torch]")
