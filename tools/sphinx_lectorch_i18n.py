@@ -122,6 +122,8 @@ FIXED_UI = [
     "Run the notebook to get feedback on your answer.",
     "computed in this page from lectorch's data (no kernel needed); run the notebook for the parts that measure",
     "snapshot of a run on {device} — run the notebook to explore",
+    "recorded on {machine}, {date}: the controls switch between the settings measured when the notebook ran; "
+    "run the notebook to measure others on your machine",
     # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
     # collapses only outputs (the measurements of predict-then-measure exercises)
     "Show code cell {type}", "Hide code cell {type}",
