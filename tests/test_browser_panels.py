@@ -195,3 +195,10 @@ def test_the_computed_panels_accept_what_their_text_suggests(browser, base, book
             assert "overflows to inf" in shown[3]["text"] and "overflows" not in shown[2]["text"].split("from")[0]
         problems += _agree(kind, shown)
     assert not problems, "\n".join(problems)
+
+
+def test_the_zh_footer_is_chinese(book):
+    """The theme's "© Copyright …." line has no zh_CN catalog: the Chinese edition takes it from _ui.po."""
+    page = (book / "zh" / "chapters" / "05_flops_mfu.html").read_text(encoding="utf-8")
+    line = re.search(r'<p class="copyright">(.*?)</p>', page, re.S).group(1)
+    assert "版权所有" in line and "Copyright" not in line, line
