@@ -12,10 +12,14 @@ summed (contracted); ``...`` stands for any number of leading dimensions, broadc
 >>> c.torch_equation
 'abc,adc->abd'
 
-FLOPs convention (see :func:`analyze`): the contraction as one loop nest over every distinct
-dimension; at each point one multiplication per operand beyond the first, plus one addition if
-some dimension is summed. For two operands that is ``2 × the product of all dimension sizes``,
-the matmul rule ``2·m·k·n`` generalised.
+FLOPs convention (see :func:`analyze`): operands are contracted pairwise, left to right, as
+torch.einsum evaluates them (:attr:`Contraction.steps`). Each pair is a loop nest over the pair's
+dimensions: one multiplication at each point, plus one addition if the step sums a dimension. For
+two operands that is ``2 × the product of all dimension sizes``, the matmul rule ``2·m·k·n``
+generalised; a chain of three matrices costs two matmuls:
+
+>>> analyze("i j, j k, k l -> i l", {"i": 2, "j": 3, "k": 4, "l": 5}).flops   # 2·2·3·4 + 2·2·4·5
+128
 """
 
 from __future__ import annotations
@@ -126,6 +130,20 @@ class MatmulDims:
 
 
 @dataclass(frozen=True)
+class PairStep:
+    """One pairwise step of a contraction: the result so far times the next operand.
+
+    ``dims``: every dimension of the pair (the step's loop nest); ``summed``: the dimensions no later
+    operand and not the output needs, summed in this step; ``flops``: one multiply per point of the
+    nest, plus one add if something is summed.
+    """
+
+    dims: tuple[str, ...]
+    summed: tuple[str, ...]
+    flops: int
+
+
+@dataclass(frozen=True)
 class Contraction:
     """What an einsum pattern does for given sizes. Build it with :func:`analyze`.
 
@@ -158,10 +176,32 @@ class Contraction:
         return math.prod(self.sizes.values()) * math.prod(self.ellipsis_shape)
 
     @property
+    def steps(self) -> tuple[PairStep, ...]:
+        """The pairwise steps torch.einsum takes: the first two operands, then the result with the
+        third, and so on (its order without opt_einsum); a dimension is summed in the first step
+        after which neither a later operand nor the output has it. One operand: no step.
+
+        >>> [s.summed for s in analyze("i j, j k, k l -> i l", {"i": 2, "j": 3, "k": 4, "l": 5}).steps]
+        [('j',), ('k',)]
+        """
+        inputs, output = self.pattern.inputs, set(self.pattern.output)
+        kept = list(dict.fromkeys(inputs[0]))
+        steps = []
+        for i in range(1, len(inputs)):
+            later = output.union(*(set(g) for g in inputs[i + 1:]))
+            dims = tuple(dict.fromkeys([*kept, *inputs[i]]))
+            summed = tuple(d for d in dims if d not in later)
+            points = math.prod(self.size(d) for d in dims)
+            steps.append(PairStep(dims, summed, (2 if summed else 1) * points))
+            kept = [d for d in dims if d in later]
+        return tuple(steps)
+
+    @property
     def flops(self) -> int:
         """FLOPs of the contraction by the course's convention (see :func:`analyze`)."""
-        p = self.iteration_space
-        return (self.num_operands - 1) * p + (p if self.contracted else 0)
+        if self.num_operands == 1:
+            return self.iteration_space if self.contracted else 0
+        return sum(step.flops for step in self.steps)
 
     @property
     def matmul(self) -> MatmulDims | None:
@@ -216,15 +256,16 @@ def analyze(
     gives one shape per operand, from which sizes are read (and checked against each other and
     against ``sizes``). Every dimension needs a size from one of them.
 
-    **FLOPs convention.** The contraction evaluated as one loop nest over every distinct dimension
-    (its ``iteration_space`` P is the product of all sizes): at each point one multiplication per
-    operand beyond the first, plus one addition if some dimension is summed. So two operands with a
-    summed dimension cost ``2·P`` (a multiply-add is 2 FLOPs: ``2·m·k·n`` for a matmul); an
-    elementwise or outer product ``P``; a one-operand sum ``P``; a one-operand rearrangement 0.
-    For matmul-like patterns (:attr:`Contraction.matmul`) this is exactly what torch.einsum runs
-    and what ``FlopCounterMode`` counts. Otherwise torch may do less work than the loop nest (it
-    sums a dimension found in one operand only before multiplying, and evaluates three or more
-    operands pairwise) and ``FlopCounterMode`` counts nothing for pure elementwise products and sums.
+    **FLOPs convention.** Operands are contracted pairwise, left to right, as torch.einsum does
+    (:attr:`Contraction.steps`); each step is a loop nest over its pair's dimensions (P points, the
+    product of their sizes) with one multiplication at each point, plus one addition if the step
+    sums a dimension. So two operands with a summed dimension cost ``2·P`` (a multiply-add is 2
+    FLOPs: ``2·m·k·n`` for a matmul); an elementwise or outer product ``P``; a one-operand sum
+    ``P``; a one-operand rearrangement 0. For matmul-like patterns (:attr:`Contraction.matmul`),
+    and chains whose every step sums a dimension shared by its pair, this is exactly what
+    torch.einsum runs and what ``FlopCounterMode`` counts. Otherwise torch may do less (it sums a
+    dimension found in one operand only before multiplying), and ``FlopCounterMode`` counts
+    nothing for pure elementwise products and sums.
 
     >>> analyze("... i, ... i -> ...", shapes=[(2, 3, 4), (3, 4)]).output_shape
     (2, 3)

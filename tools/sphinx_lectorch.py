@@ -14,8 +14,10 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
 
 4. Render lectorch's own mime types. A panel (``application/vnd.lectorch.panel+json``) becomes
    plain HTML controls: live ones are recomputed in the page by ``book_static/lectorch-live.js``
-   from the data that :func:`lectorch.widgets.live.export_data` exports at build time; the others
-   show their last result with disabled controls and a "snapshot" line. A checker result
+   from the data that :func:`lectorch.widgets.live.export_data` exports at build time; measured
+   panels carry a grid of results recorded when the notebook ran (``recording`` in the output's
+   metadata), and their controls switch between those, labelled with the machine and the date; the
+   others show their last result with disabled controls and a "snapshot" line. A checker result
    (``application/vnd.lectorch.check+json``) shows what the checker tests, never "Correct".
    myst-nb sends a mime type it does not know to ``NbElementRenderer.render_unhandled``; its
    plugin mechanism needs an entry point of an installed package, which would put book tooling
@@ -197,13 +199,55 @@ def _control_html(spec: dict, disabled: bool) -> str:
             f"{widget}{out}</label>")
 
 
+def _grid_label(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def recorded_specs(specs: list[dict], grid: dict[str, list]) -> list[dict]:
+    """A recorded panel's controls in the page: each offers exactly the values of the recorded grid.
+
+    >>> recorded_specs([{"name": "n", "label": "n", "kind": "int-slider", "value": 4}], {"n": [2, 4]})[0]["index"]
+    1
+    """
+    out = []
+    for spec in specs:
+        values = grid.get(spec["name"])
+        if values is None or (spec["kind"] == "checkbox" and sorted(values) == [False, True]):
+            out.append(spec)
+            continue
+        current = spec.get("value", spec["values"][spec.get("index") or 0] if "values" in spec else None)
+        kind = "selection-slider" if spec["kind"].endswith("slider") and len(values) > 1 else "select"
+        out.append({"name": spec["name"], "label": spec["label"], "kind": kind, "values": values,
+                    "labels": [_grid_label(v) for v in values],
+                    "index": values.index(current) if current in values else 0})
+    return out
+
+
+def _json_script(data) -> str:
+    """JSON for a ``<script type="application/json">``: ``</`` cannot end the script early."""
+    return json.dumps(data, sort_keys=True).replace("</", "<\\/")
+
+
 def panel_html(data: dict, meta: dict, state: dict, _=lambda text: text) -> str:
     """The static page's form of a panel (see the module docstring); ``_`` translates its text."""
     live = data.get("live")
+    recording = json.loads(meta["recording"]) if data.get("recorded") and meta.get("recording") else None
     specs = meta.get("controls", [])
+    if recording:
+        specs = recorded_specs(specs, recording["grid"])
     controls = "".join(_control_html(spec, disabled=True) for spec in specs)
     title = html.escape(_(data.get("title", "")))
-    if live:
+    if recording:
+        note = html.escape(_("recorded on {machine}, {date}: the controls switch between the settings measured "
+                             "when the notebook ran; run the notebook to measure others on your machine")).format(
+            machine=html.escape(recording["machine"]), date=html.escape(recording["date"]))
+        result = ('<div class="lp-result" aria-live="polite"></div>'
+                  f'<script type="application/json" class="lp-recording">{_json_script(recording)}</script>')
+        attrs = (f' data-recorded="{html.escape(data["recorded"])}" '
+                 f'data-controls="{html.escape(json.dumps(specs))}"')
+    elif live:
         note = html.escape(_("computed in this page from lectorch's data (no kernel needed); "
                              "run the notebook for the parts that measure"))
         result = '<div class="lp-result" aria-live="polite"></div>'

@@ -122,9 +122,13 @@ FIXED_UI = [
     "Run the notebook to get feedback on your answer.",
     "computed in this page from lectorch's data (no kernel needed); run the notebook for the parts that measure",
     "snapshot of a run on {device} — run the notebook to explore",
+    "recorded on {machine}, {date}: the controls switch between the settings measured when the notebook ran; "
+    "run the notebook to measure others on your machine",
     # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
     # collapses only outputs (the measurements of predict-then-measure exercises)
     "Show code cell {type}", "Hide code cell {type}",
+    # the theme's footer line (pydata-sphinx-theme has no zh_CN catalog): see _translate_configuration
+    "© Copyright {copyright}.",
 ]
 
 
@@ -180,7 +184,13 @@ def _translate_configuration(app, config) -> None:
     options = dict(config.html_theme_options or {})
     if options.get("extra_footer"):
         options["extra_footer"] = _(options["extra_footer"])
+    # sphinx-book-theme's footer items, with the copyright line from _ui.po (book_templates/)
+    options["footer_content_items"] = ["author.html", "lectorch-copyright.html", "last-updated.html",
+                                       "extra-footer.html"]
     config.html_theme_options = options
+    config.html_context = {**(config.html_context or {}),
+                           "lectorch_copyright": _("© Copyright {copyright}.").format(copyright=config.copyright)}
+    config.templates_path = list(config.templates_path or []) + [str(HERE / "book_templates")]
     config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
     config.nb_code_prompt_show, config.nb_code_prompt_hide = _("Show code cell {type}"), _("Hide code cell {type}")
 

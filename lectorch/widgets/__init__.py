@@ -7,7 +7,10 @@ state also shows in the static book.
 For the static book a panel also describes itself as plain data (the mime type
 :data:`PANEL_MIME`, which Jupyter ignores): ``live`` names the computation that
 ``lectorch.widgets.live`` exports to the page (the book recomputes it in the browser); a panel
-without one is shown as a snapshot of its last run on ``device``, with its controls disabled.
+without one is shown as a snapshot of its last run on ``device``, with its controls disabled. A
+panel that measures (timings, training runs) can carry a :class:`Recording` instead: a small grid of
+control settings, measured once when the notebook displays the panel and stored in the cell's output
+metadata with the machine and the date, so the page's controls switch between the recorded results.
 
 >>> import ipywidgets as w
 >>> p = Panel({"n": w.IntSlider(value=2, min=1, max=9)}, lambda n: f"<b>{n * n}</b>", title="squares")
@@ -20,8 +23,13 @@ without one is shown as a snapshot of its last run on ``device``, with its contr
 from __future__ import annotations
 
 import base64
+import datetime
 import html
 import io
+import itertools
+import json
+import platform
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import ipywidgets as w
@@ -143,17 +151,74 @@ def device_label(device: Any) -> str:
     return "CPU" if dev.type == "cpu" else str(dev)
 
 
+def machine_label(device: Any) -> str:
+    """The machine a recording ran on: the GPU's name, or the CPU's model name where the OS tells it.
+
+    >>> machine_label("cpu") != ""
+    True
+    """
+    import torch
+
+    dev = torch.device(device)
+    if dev.type != "cpu":
+        return device_label(dev)
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A measured panel's grid for the static book: ``measure(**values)`` at every setting of ``grid``.
+
+    ``kind`` names the page's renderer of the recorded numbers (``RECORDED`` in
+    ``tools/book_static/lectorch-live.js``); ``grid`` maps control names to the values to record
+    (keep it small: every setting runs when the notebook displays the panel); controls it does
+    not name are recorded at their current value. ``measure`` returns JSON-ready numbers.
+
+    >>> r = Recording("squares", {"n": [1, 2]}, lambda n: {"square": n * n})
+    >>> [row["numbers"]["square"] for row in r.run({"n": 5}, device="cpu")["results"]]
+    [1, 4]
+    """
+
+    kind: str
+    grid: dict[str, list]
+    measure: Callable[..., dict[str, Any]]
+
+    def settings(self, current: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every combination of the grid (controls outside it at their ``current`` value)."""
+        unknown = set(self.grid) - set(current)
+        if unknown:
+            raise ValueError(f"grid names {sorted(unknown)}, which are not controls ({', '.join(current)})")
+        axes = {name: list(self.grid.get(name, [value])) for name, value in current.items()}
+        return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+
+    def run(self, current: dict[str, Any], *, device: Any) -> dict[str, Any]:
+        """Measure every setting; the result names the machine and the day (UTC)."""
+        results = [{"values": values, "numbers": self.measure(**values)} for values in self.settings(current)]
+        return {"kind": self.kind, "machine": machine_label(device),
+                "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+                "grid": {name: list(dict.fromkeys(row["values"][name] for row in results)) for name in current},
+                "results": results}
+
+
 class Panel(w.VBox):
     """A titled set of ``controls`` and an HTML ``result`` computed by ``render(**values)``.
 
     ``render`` returns HTML text, a matplotlib Figure, or a tuple of them. A ``ValueError`` or
     ``TypeError`` it raises (bad combination of inputs) is shown in the panel instead of crashing.
     ``live`` names the in-browser computation of the static book (a key of
-    ``lectorch.widgets.live.LIVE``); without it the book shows a snapshot of the run on ``device``.
+    ``lectorch.widgets.live.LIVE``); ``record`` is a measured panel's :class:`Recording` (run once,
+    when the panel is first displayed); without either the book shows a snapshot of the run on ``device``.
     """
 
     def __init__(self, controls: dict[str, w.Widget], render: Callable[..., Any], *, title: str = "",
-                 live: str | None = None, device: Any = "cpu") -> None:
+                 live: str | None = None, device: Any = "cpu", record: Recording | None = None) -> None:
         if not controls:
             raise ValueError("controls must hold at least one widget")
         if not callable(render):
@@ -162,6 +227,9 @@ class Panel(w.VBox):
         self.render = render
         self.title = title
         self.live = live
+        self.record = record
+        self._device = device
+        self._recorded: dict[str, Any] | None = None
         self.device = device_label(device)
         self.result = w.HTML()
         header = [w.HTML(f"<b>{html.escape(title)}</b>")] if title else []
@@ -192,7 +260,17 @@ class Panel(w.VBox):
             "controls": [control_spec(n, c) for n, c in self.controls.items()],
             "result_model": self.result.model_id,
         }
+        if self.record is not None:  # the kind is deterministic (nbval compares it); the measurements are not
+            data[PANEL_MIME]["recorded"] = self.record.kind
+            # one compact line of JSON: the notebook's diff stays readable after a re-execution
+            metadata[PANEL_MIME]["recording"] = json.dumps(self.recording(), separators=(",", ":"), sort_keys=True)
         return data, metadata
+
+    def recording(self) -> dict[str, Any] | None:
+        """The measured grid of ``record`` (measured on the first call, then kept)."""
+        if self.record is not None and self._recorded is None:
+            self._recorded = self.record.run(self.values(), device=self._device)
+        return self._recorded
 
     def __repr__(self) -> str:  # a short, deterministic text form (nbval compares it)
         return f"Panel({self.title!r}, controls: {', '.join(self.controls)})"

@@ -24,15 +24,23 @@ def flops_formula(c: Contraction) -> str:
 
     >>> flops_formula(analyze("b s1 h, b s2 h -> b s1 s2", {"b": 2, "s1": 3, "s2": 4, "h": 5}))
     '2 × 2·3·4·5 = 240'
+    >>> flops_formula(analyze("i j, j k, k l -> i l", {"i": 2, "j": 3, "k": 4, "l": 5}))
+    'pairwise: 2 × 2·3·4 + 2 × 2·4·5 = 128'
     """
-    factors: list[int] = []
-    for dim in (*c.pattern.output, *c.contracted):  # kept dims in output order, then the summed ones
-        factors.extend(c.ellipsis_shape if dim == ELLIPSIS else (c.sizes[dim],))
+    def sizes(dims) -> str:
+        factors: list[int] = []
+        for dim in dims:
+            factors.extend(c.ellipsis_shape if dim == ELLIPSIS else (c.sizes[dim],))
+        return "·".join(map(str, factors)) or "1"
+
+    if c.num_operands > 2:
+        terms = [f"{2 if s.summed else 1} × {sizes(s.dims)}" for s in c.steps]
+        return f"pairwise: {' + '.join(terms)} = {c.flops:,}"
     multiplier = c.num_operands - 1 + (1 if c.contracted else 0)
     if multiplier == 0:
         return "0 (nothing is multiplied or summed: a pure rearrangement)"
-    product = "·".join(map(str, factors)) or "1"
-    return f"{multiplier} × {product} = {c.flops:,}"
+    # kept dims in output order, then the summed ones
+    return f"{multiplier} × {sizes((*c.pattern.output, *c.contracted))} = {c.flops:,}"
 
 
 def _dims(c: Contraction, names: tuple[str, ...], role: str) -> str:

@@ -25,7 +25,7 @@ from lectorch.roofline import (
     matmul_intensity,
     measure_matmul,
 )
-from lectorch.widgets import Panel
+from lectorch.widgets import Panel, Recording
 
 #: Rough FLOP/s used only to refuse matmuls that would take too long (not a peak).
 _CPU_RATE = {"fp32": 2e10, "fp64": 1e10}
@@ -111,6 +111,48 @@ def render_matmul(
     return _table(rows)
 
 
+def matmul_numbers(
+    B: int, D: int, K: int, dtype: str, threads: int | None = None, *, device: str | torch.device = "cpu",
+    reference_peak: float | None = None, max_seconds: float = 1.0, trials: int = 5,
+) -> dict:
+    """One recorded setting of the matmul panel as plain numbers (the static book renders them).
+
+    A refused size (too slow or too big, as :func:`render_matmul` refuses it) records its message.
+
+    >>> n = matmul_numbers(32, 32, 32, "fp32", trials=3); n["flops"], n["median_s"] > 0
+    (65536, True)
+    """
+    key = as_precision(dtype)
+    dev = check_device(device)
+    flops = matmul_flops(B, D, K)
+    try:
+        check_matmul_fits(B, D, K, key, dev, max_memory_fraction=0.5)
+        guess = estimated_seconds(flops, key, dev)
+        if guess > max_seconds:
+            raise ValueError(f"{flops:.3g} FLOPs in {key} would take ≈ {format_seconds(guess)} per matmul on "
+                             f"{dev}; this panel stops at {format_seconds(max_seconds)}: choose smaller sizes")
+    except ValueError as err:
+        return {"error": str(err)}
+    point = measure_matmul(B, D, K, key, dev, warmup=1, trials=trials, min_trial_s=0.005, max_total_s=2.0,
+                           num_threads=threads)
+    out = {"flops": flops, "bytes": point.bytes_moved, "intensity": point.intensity,
+           "median_s": point.timing.median_s, "iqr_s": point.timing.iqr_s, "trials": point.timing.trials,
+           "number": point.timing.number, "flops_per_s": point.flops_per_s, "device": str(dev)}
+    peak = datasheet_peak(dev, key) if dev.type == "cuda" else None
+    if peak is not None:
+        spec = gpu_for_device(dev)
+        roof = Roofline(peak, spec.bandwidth_bytes_per_s)
+        out.update(peak=peak, gpu=spec.name, mfu=point.mfu(peak), bound=roof.bound(point.intensity),
+                   attainable_fraction=roof.attainable(point.intensity) / peak)
+    elif reference_peak is not None:
+        out["versus_reference"] = point.flops_per_s / reference_peak
+    return out
+
+
+#: The matmul sizes the static book records, relative to the panel's starting size.
+RECORDED_SIZES = (0.25, 1)
+
+
 def matmul_panel(
     device: str | torch.device | None = None, *, size: int | None = None, dtype: str = "fp32",
     reference_peak: float | None = None, reference_label: str = "", max_seconds: float = 1.0, trials: int = 5,
@@ -147,7 +189,15 @@ def matmul_panel(
         return render_matmul(B, D, K, dtype, device=dev, reference_peak=reference_peak, num_threads=threads,
                              reference_label=reference_label, max_seconds=max_seconds, trials=trials)
 
-    return Panel(controls, render, title=f"Measure (B, D) @ (D, K) on {dev}", device=dev)
+    sizes = [max(1, int(size * f)) for f in RECORDED_SIZES]
+
+    def record(B: int, D: int, K: int, dtype: str, threads: int | None = None) -> dict:
+        numbers = matmul_numbers(B, D, K, dtype, threads, device=dev, reference_peak=reference_peak,
+                                 max_seconds=max_seconds, trials=trials)
+        return {**numbers, "reference_label": reference_label} if reference_peak is not None else numbers
+
+    recording = Recording("matmul", {"B": sizes, "D": sizes, "K": sizes, "dtype": options}, record)
+    return Panel(controls, render, title=f"Measure (B, D) @ (D, K) on {dev}", device=dev, record=recording)
 
 
 def render_roofline(gpu: str, dtype: str, m: int, k: int, n: int) -> tuple[str, object]:

@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 
 from lectorch import init
 from lectorch.plots.init import output_histogram_figure
-from lectorch.widgets import Panel
+from lectorch.widgets import Panel, Recording
 
 #: Widths offered by the panel.
 WIDTHS = tuple(2**k for k in range(2, 13))
@@ -27,6 +27,25 @@ def render_init(width: int, scheme: str) -> tuple[str, Figure]:
     return text, output_histogram_figure(width, scheme)
 
 
+#: Bins of the histogram (as the notebook's figure draws it).
+HISTOGRAM_BINS = 60
+
+
+def init_numbers(width: int, scheme: str) -> dict:
+    """One recorded setting of the init panel: the std's and the histogram the figure draws.
+
+    >>> n = init_numbers(1024, "standard"); round(n["predicted_std"]), len(n["density"])
+    (32, 60)
+    """
+    import numpy as np
+
+    out = init.layer_outputs(width, scheme).flatten().numpy()
+    density, edges = np.histogram(out, bins=HISTOGRAM_BINS, density=True)
+    return {"weight_std": init.init_std(scheme, width), "measured_std": init.output_std(width, scheme),
+            "predicted_std": init.predicted_output_std(width, scheme), "formula": init.SCHEMES[scheme],
+            "edges": [float(f"{e:.4g}") for e in edges], "density": [float(f"{d:.4g}") for d in density]}
+
+
 def init_panel(width: int = 256, scheme: str = "standard") -> Panel:
     """Choose the input width and the init scheme; see the outputs' histogram and std.
 
@@ -40,4 +59,5 @@ def init_panel(width: int = 256, scheme: str = "standard") -> Panel:
         "width": w.SelectionSlider(options=list(WIDTHS), value=width, description="input width"),
         "scheme": w.Dropdown(options=list(init.SCHEMES), value=scheme, description="init"),
     }
-    return Panel(controls, render_init, title="One layer's outputs: width and init scheme")
+    recording = Recording("init", {"width": list(WIDTHS), "scheme": list(init.SCHEMES)}, init_numbers)
+    return Panel(controls, render_init, title="One layer's outputs: width and init scheme", record=recording)

@@ -12,7 +12,7 @@ unnoticed.
 ...         setup="AdamW fp32 (16 B)", dtype="bf16")["days"] // 1
 143.0
 >>> sorted(LIVE)
-['backprop', 'einsum', 'napkin', 'roofline', 'step_memory', 'tensor_bytes', 'transfer']
+['backprop', 'einsum', 'float_bits', 'napkin', 'roofline', 'schedule', 'step_memory', 'tensor_bytes', 'transfer']
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from lectorch import backprop, contractions, napkin, optim, step_memory, transfer
-from lectorch.dtypes import FLOAT_DTYPES, short_name
+import math
+
+from lectorch.dtypes import FLOAT_DTYPES, bracket, float_bits, float_format, relative_error, short_name, spacing
 from lectorch.hardware import GPUS
 from lectorch.memory import tensor_bytes
 from lectorch.roofline import MATMUL_PRECISIONS, Roofline, element_bytes, matmul_bytes, matmul_intensity
@@ -35,6 +37,8 @@ def export_data() -> dict[str, Any]:
     """
     from lectorch.widgets.device import PANEL_DTYPES
     from lectorch.widgets.napkin import MEMORY_SETUPS
+    from lectorch.plots.precision import FIELD_COLORS
+    from lectorch.widgets.train import SCHEDULE_MAX_LR
 
     gpus = {}
     for key, spec in GPUS.items():
@@ -53,7 +57,17 @@ def export_data() -> dict[str, Any]:
         "step_bytes": {name: tensor_bytes((1,), name) for name in step_memory.STEP_DTYPES},
         "state_tensors": dict(optim.STATE_TENSORS),
         "step_temporaries": dict(optim.STEP_TEMPORARIES),
+        "schedule": {"max_lr": SCHEDULE_MAX_LR},
+        "float_formats": {short_name(d): _format_data(d) for d in FLOAT_DTYPES},
+        "field_colors": dict(FIELD_COLORS),
     }
+
+
+def _format_data(dtype) -> dict[str, Any]:
+    f = float_format(dtype)
+    return {"name": f.name, "exponent_bits": f.exponent_bits, "mantissa_bits": f.mantissa_bits, "has_inf": f.has_inf,
+            "bias": f.bias, "max": f.max, "smallest_normal": f.smallest_normal,
+            "smallest_subnormal": f.smallest_subnormal, "layout": f.layout()}
 
 
 def _napkin(params, tokens, gpu, num_gpus, mfu, setup, dtype) -> dict[str, float]:
@@ -104,10 +118,40 @@ def _einsum(pattern, sizes) -> dict[str, float]:
     return out
 
 
+def _schedule(warmup_steps, total_steps, min_ratio) -> dict[str, float]:
+    from lectorch.train import cosine_lr
+    from lectorch.widgets.train import SCHEDULE_MAX_LR
+
+    if warmup_steps > total_steps:  # the panel's own refusal, before cosine_lr's
+        raise ValueError(f"warm-up ({warmup_steps}) must not be longer than the schedule ({total_steps})")
+    steps = range(total_steps + max(total_steps // 10, 1) + 1)  # as schedule_figure draws them
+    lrs = [cosine_lr(s, max_lr=SCHEDULE_MAX_LR, min_lr=SCHEDULE_MAX_LR * min_ratio, warmup_steps=warmup_steps,
+                     total_steps=total_steps) for s in steps]
+    mid = (warmup_steps + total_steps) // 2
+    return {"steps": len(lrs), "lr_sum": sum(lrs), "lr_warmup_end": lrs[warmup_steps], "lr_mid": lrs[mid],
+            "lr_end": lrs[total_steps], "lr_quarter": lrs[warmup_steps // 4 + 3 * total_steps // 4]}
+
+
+def _float_bits(value, dtype) -> dict[str, float]:
+    """What a dtype stores for ``value`` (lectorch.widgets.precision.describe_value's numbers)."""
+    if not math.isfinite(value):
+        raise ValueError(f"value must be a finite number, got {value!r}")
+    bits = float_bits(value, dtype)
+    fmt = bits.format
+    out = {"sign": bits.sign, "exponent": bits.exponent, "mantissa": bits.mantissa, f"kind_{bits.kind}": 1}
+    if math.isfinite(bits.stored):
+        out.update(stored=bits.stored, abs_error=bits.abs_error, relative_error=relative_error(value, dtype))
+        if not (bits.is_zero and value != 0) and abs(value) <= fmt.max:
+            lo, hi = bracket(value, dtype)
+            out.update(lo=lo, hi=hi, spacing=spacing(value, dtype))
+    return out
+
+
 #: The panels computed in the page: name → lectorch's own computation of the page's numbers.
 LIVE: dict[str, Callable[..., dict[str, float]]] = {
     "napkin": _napkin, "tensor_bytes": _tensor_bytes, "transfer": _transfer, "roofline": _roofline,
-    "backprop": _backprop, "step_memory": _step_memory, "einsum": _einsum,
+    "backprop": _backprop, "step_memory": _step_memory, "einsum": _einsum, "schedule": _schedule,
+    "float_bits": _float_bits,
 }
 
 

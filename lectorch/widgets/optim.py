@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ipywidgets as w
@@ -10,7 +11,7 @@ from matplotlib.figure import Figure
 from lectorch import optim, step_memory
 from lectorch.memory import format_bytes
 from lectorch.plots.optim import loss_curves_figure, memory_bars_figure
-from lectorch.widgets import Panel
+from lectorch.widgets import Panel, Recording
 
 #: Steps of the loss-curve panel's training run (full batch, Cruncher(16, 2), 64 examples).
 CURVE_STEPS = 100
@@ -40,6 +41,33 @@ def render_loss_curves(optimizer: str, lr: float, *, steps: int = CURVE_STEPS) -
     return text, loss_curves_figure(curves, title=f"Cruncher(16, 2) on a linear regression, lr = {lr:.3g}")
 
 
+#: The learning rates the static book records for every optimizer: every half decade from 1e-4 to 1.
+RECORDED_LRS = tuple(float(f"{10 ** (k / 2):.2g}") for k in range(-8, 1))
+
+
+def _rounded(losses: list[float]) -> list[float | None]:
+    """Losses to 4 significant digits, JSON-ready (a diverged run's inf or NaN becomes None)."""
+    return [float(f"{x:.4g}") if math.isfinite(x) else None for x in losses]
+
+
+@functools.lru_cache(maxsize=None)
+def _curve(name: str, lr: float, steps: int) -> tuple[float | None, ...]:
+    return tuple(_rounded(optim.train_cruncher(name, steps=steps, lr=lr)[0]))
+
+
+def loss_curve_numbers(optimizer: str, lr: float, *, steps: int = CURVE_STEPS) -> dict:
+    """One recorded setting of the loss-curve panel: both curves (this optimizer and plain SGD).
+
+    >>> n = loss_curve_numbers("adam", 0.01, steps=3); len(n["curves"]["adam"]), sorted(n["curves"])
+    (3, ['adam', 'sgd (same lr)'])
+    """
+    name = optim.check_optimizer_name(optimizer)
+    curves = {name: list(_curve(name, float(lr), steps))}
+    if name != "sgd":
+        curves["sgd (same lr)"] = list(_curve("sgd", float(lr), steps))
+    return {"steps": steps, "lr": float(lr), "curves": curves}
+
+
 def loss_curves_panel(optimizer: str = "adam", lr: float = 1e-2) -> Panel:
     """Choose an optimizer and a learning rate; see its loss curve next to plain SGD's.
 
@@ -51,7 +79,9 @@ def loss_curves_panel(optimizer: str = "adam", lr: float = 1e-2) -> Panel:
         "optimizer": w.Dropdown(options=list(optim.OPTIMIZERS), value=name, description="optimizer"),
         "lr": w.FloatLogSlider(value=lr, base=10, min=-4, max=0, step=0.25, description="lr", readout_format=".2g"),
     }
-    return Panel(controls, render_loss_curves, title="Optimizers on one small problem")
+    recording = Recording("loss_curves", {"optimizer": list(optim.OPTIMIZERS), "lr": list(RECORDED_LRS)},
+                          loss_curve_numbers)
+    return Panel(controls, render_loss_curves, title="Optimizers on one small problem", record=recording)
 
 
 def render_step_memory(batch: int, width: int, depth: int, dtype: str, optimizer: str) -> tuple[str, Figure]:

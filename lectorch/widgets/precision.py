@@ -101,7 +101,7 @@ def float_bits_panel(value: float = 0.1, dtype: torch.dtype | str = "bf16") -> P
     True
     """
     controls = {"value": w.FloatText(value=float(value), description="value"), "dtype": _dropdown(dtype)}
-    return Panel(controls, describe_value, title="What does a dtype store?")
+    return Panel(controls, describe_value, title="What does a dtype store?", live="float_bits")
 
 
 def bytes_table(rows: int, cols: int, dtype: torch.dtype | str = "fp32") -> str:

@@ -18,7 +18,10 @@ from lectorch.bench import format_seconds
 from lectorch.device import check_device, get_device
 from lectorch.memory import format_bytes
 from lectorch.train import measure_step, predicted_saved_bytes
-from lectorch.widgets import Panel
+from lectorch.widgets import Panel, Recording
+
+#: The peak learning rate the schedule panel draws.
+SCHEDULE_MAX_LR = 1e-3
 
 #: The model the panel measures: small enough for a laptop CPU.
 PANEL_MODEL = {"vocab_size": 64, "dim": 64, "num_layers": 4, "context_length": 32}
@@ -54,6 +57,27 @@ def step_cost_html(batch_size: int, dtype: str, checkpointing: bool, device: str
     return f"<p>{caption}</p><table>{body}</table>"
 
 
+#: The batch sizes the static book records (with every dtype, checkpointing on and off).
+RECORDED_BATCHES = (2, 8, 16)
+
+
+def step_cost_numbers(batch_size: int, dtype: str, checkpointing: bool, device: str | torch.device = "cpu") -> dict:
+    """One recorded setting of the step-cost panel as plain numbers (the static book renders them).
+
+    >>> n = step_cost_numbers(2, "fp32", False); n["tokens"], n["saved_ratio"]
+    (64, 1.0)
+    """
+    dev = check_device(device)
+    report = measure_step(batch_size=batch_size, dtype=dtype, checkpointing=checkpointing, device=dev, trials=3,
+                          **PANEL_MODEL)
+    base = predicted_saved_bytes(batch_size, PANEL_MODEL["context_length"], PANEL_MODEL["dim"],
+                                 PANEL_MODEL["num_layers"], PANEL_MODEL["vocab_size"])
+    return {"saved_bytes": report.saved_activation_bytes, "saved_ratio": report.saved_activation_bytes / base,
+            "flops": report.flops, "tokens": batch_size * PANEL_MODEL["context_length"],
+            "step_seconds": report.step_seconds, "peak_bytes": report.peak_memory_bytes, "device": str(dev),
+            **{key: PANEL_MODEL[key] for key in PANEL_MODEL}}
+
+
 def step_cost_panel(device: str | torch.device | None = None) -> Panel:
     """Batch size, autocast dtype and activation checkpointing → saved activations, FLOPs, time, peak memory.
 
@@ -67,8 +91,11 @@ def step_cost_panel(device: str | torch.device | None = None) -> Panel:
         "dtype": w.Dropdown(options=dtypes, value="fp32", description="autocast"),
         "checkpointing": w.Checkbox(value=False, description="activation checkpointing"),
     }
+    recording = Recording("step_cost", {"batch_size": list(RECORDED_BATCHES), "dtype": dtypes,
+                                        "checkpointing": [False, True]},
+                          lambda **v: step_cost_numbers(device=dev, **v))
     return Panel(controls, lambda **v: step_cost_html(device=dev, **v),
-                 title="One training step of a TinyLM: memory and time", device=dev)
+                 title="One training step of a TinyLM: memory and time", device=dev, record=recording)
 
 
 def schedule_panel() -> Panel:
@@ -88,10 +115,11 @@ def schedule_panel() -> Panel:
     def render(warmup_steps: int, total_steps: int, min_ratio: float):
         if warmup_steps > total_steps:
             raise ValueError(f"warm-up ({warmup_steps}) must not be longer than the schedule ({total_steps})")
-        return schedule_figure(max_lr=1e-3, warmup_steps=warmup_steps, total_steps=total_steps,
+        return schedule_figure(max_lr=SCHEDULE_MAX_LR, warmup_steps=warmup_steps, total_steps=total_steps,
                                min_ratio=min_ratio)
 
-    return Panel(controls, render, title="A cosine schedule with linear warm-up")
+    return Panel(controls, render, title="A cosine schedule with linear warm-up", live="schedule")
 
 
-__all__ = ["PANEL_MODEL", "step_cost_html", "step_cost_panel", "schedule_panel"]
+__all__ = ["PANEL_MODEL", "RECORDED_BATCHES", "step_cost_html", "step_cost_numbers", "step_cost_panel",
+           "schedule_panel"]

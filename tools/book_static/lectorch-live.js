@@ -5,27 +5,37 @@
  * optimizer state counts). The formulas below are the few products and sums of
  * lectorch.widgets.live.LIVE re-expressed in JavaScript; tests/test_browser.py sets random controls
  * in the page and compares the numbers each panel publishes (data-numbers on its result) with
- * lectorch's in Python. Panels without a live formula are snapshots: their controls are disabled.
+ * lectorch's in Python. Measured panels (data-recorded) carry the grid of results recorded when the
+ * notebook ran (lectorch.widgets.Recording, in a <script class="lp-recording"> of the panel): their
+ * controls offer the recorded settings and RECORDED below draws the recorded numbers. Panels with
+ * neither are snapshots: their controls are disabled.
  */
 (function () {
   "use strict";
 
   // ---- formatting, as lectorch prints ------------------------------------------------------
+  function sigDigits(x, digits) {       // x's first `digits` significant digits and its exponent, ties to even as Python
+    var parts = x.toExponential(digits - 1).split("e"), exp = Number(parts[1]);
+    var full = Math.abs(x).toExponential(100).split("e"), all = full[0].replace(".", "");
+    // an exact tie (the dropped digits are 5000…, x's full expansion) with an even last digit: round down
+    if (/^50*$/.test(all.slice(digits)) && Number(all[digits - 1]) % 2 === 0) return {digits: all.slice(0, digits), exp: Number(full[1])};
+    return {digits: parts[0].replace("-", "").replace(".", ""), exp: exp};
+  }
   function gfmt(x, digits) {            // Python's f"{x:.{digits}g}"
     if (x === 0) return "0";
     if (!isFinite(x)) return String(x);
-    var e = Number(Math.abs(x).toExponential(digits - 1).split("e")[1]);
-    var s;
+    var d = sigDigits(x, digits), sign = x < 0 ? "-" : "", e = d.exp, s;
     if (e < -4 || e >= digits) {
-      var parts = x.toExponential(digits - 1).split("e");
-      var m = parts[0].indexOf(".") >= 0 ? parts[0].replace(/0+$/, "").replace(/\.$/, "") : parts[0];
-      var ex = Number(parts[1]);
-      s = m + "e" + (ex < 0 ? "-" : "+") + (Math.abs(ex) < 10 ? "0" : "") + Math.abs(ex);
+      var m = d.digits.length > 1 ? (d.digits[0] + "." + d.digits.slice(1)).replace(/0+$/, "").replace(/\.$/, "") : d.digits;
+      s = m + "e" + (e < 0 ? "-" : "+") + (Math.abs(e) < 10 ? "0" : "") + Math.abs(e);
+    } else if (e < 0) {
+      s = ("0." + new Array(-e).join("0") + d.digits).replace(/0+$/, "").replace(/\.$/, "");
     } else {
-      s = x.toFixed(Math.max(0, digits - 1 - e));
-      if (s.indexOf(".") >= 0) s = s.replace(/0+$/, "").replace(/\.$/, "");
+      var int = d.digits.slice(0, e + 1), frac = d.digits.slice(e + 1);
+      while (int.length < e + 1) int += "0";
+      s = frac.replace(/0+$/, "") ? int + "." + frac.replace(/0+$/, "") : int;
     }
-    return s;
+    return sign + s;
   }
   function commas(x, decimals) {
     return Number(x).toLocaleString("en-US", {minimumFractionDigits: decimals || 0,
@@ -195,59 +205,330 @@
              function (x) { return formatBytes(x, false); });
       return {html: html, numbers: n};
     },
-    einsum: function (v, D) {
-      var pattern = v.pattern;
+    einsum: function (v, D) {           // lectorch.contractions.analyze with sizes (no shapes)
+      var pattern = v.pattern, ELL = "...";
       if ((pattern.match(/->/g) || []).length !== 1) fail("pattern must contain '->' exactly once, between the operands and the output");
-      if (pattern.indexOf("...") >= 0) fail("patterns with '...' are analysed in the notebook (run it to explore them)");
-      if (/[()]/.test(pattern)) fail("einsum cannot split or merge dimensions with parentheses; use einops.rearrange first");
       var sides = pattern.split("->");
-      if (sides[1].indexOf(",") >= 0) fail("pattern has a ',' after '->': einsum has exactly one output");
       var name = /^[A-Za-z_][A-Za-z0-9_]*$/;
-      function group(t) {
+      function group(t, where) {
+        if (/[()]/.test(t)) fail("pattern groups dimensions with parentheses in " + where + ": einsum cannot split or merge dimensions; use einops.rearrange first");
         var g = t.split(/\s+/).filter(Boolean);
-        g.forEach(function (d) { if (!name.test(d)) fail("pattern has an invalid dimension name '" + d + "'"); });
+        g.forEach(function (d) { if (d !== ELL && !name.test(d)) fail("pattern has an invalid dimension name '" + d + "' in " + where); });
+        if (g.filter(function (d) { return d === ELL; }).length > 1) fail("pattern uses '...' more than once in " + where);
         return g;
       }
-      var inputs = sides[0].split(",").map(group), output = group(sides[1]);
-      inputs.forEach(function (g, i) { if (!g.length) fail("pattern has an empty operand " + (i + 1)); });
+      var inputs = sides[0].split(",").map(function (t, i) { return group(t, "operand " + (i + 1)); });
+      inputs.forEach(function (g, i) { if (!g.length) fail("pattern has an empty operand " + (i + 1) + ": name its dimensions, e.g. 'b s h'"); });
+      if (sides[1].indexOf(",") >= 0) fail("pattern has a ',' after '->': einsum has exactly one output");
+      var output = group(sides[1], "the output");
       var seen = {}, order = [];
       inputs.forEach(function (g) { g.forEach(function (d) { if (!(d in seen)) { seen[d] = 1; order.push(d); } }); });
       var outSeen = {};
       output.forEach(function (d) {
-        if (d in outSeen) fail("pattern repeats dimension '" + d + "' in the output");
+        if (d in outSeen) fail("pattern repeats dimension '" + d + "' in the output; name each output dimension once");
         outSeen[d] = 1;
-        if (!(d in seen)) fail("pattern's output uses dimension '" + d + "', which appears in no operand");
       });
-      var sizes = {};
+      output.forEach(function (d) {
+        if (!(d in seen)) {
+          var compact = (order.concat(output).some(function (x) { return x.length > 1; }) &&
+                         inputs.every(function (g) { return g.length === 1; }));
+          fail("pattern's output uses " + (d === ELL ? "'...'" : "dimension '" + d + "'") + ", which appears in no operand" +
+               (compact ? " (einops patterns separate dimensions by spaces: write 'b s h', not 'bsh')" : ""));
+        }
+      });
+      var sizes = {}, ell = null;
       v.sizes.replace(/,/g, " ").split(/\s+/).filter(Boolean).forEach(function (item) {
         var at = item.indexOf("=");
         if (at <= 0) fail("sizes: cannot read '" + item + "'; write name=size, e.g. 'b=2 s=128'");
         var k = item.slice(0, at), val = item.slice(at + 1);
-        if (k in sizes) fail("sizes gives dimension '" + k + "' twice");
-        if (!/^-?\d+$/.test(val)) fail("sizes: '" + val + "' for '" + k + "' is not a whole number");
+        if (k in sizes || (k === ELL && ell)) fail("sizes gives dimension '" + k + "' twice");
+        if (!val) fail("sizes: '" + item + "' has no size after '='");
+        var parts = val.split("x");
+        parts.forEach(function (x) { if (!/^[-+]?\d+$/.test(x)) fail("sizes: '" + val + "' for '" + k + "' is not a whole number"); });
+        if (k === ELL) {
+          if (!(ELL in seen)) fail("sizes names dimension '...', which is not in the pattern");
+          ell = parts.map(function (x) { return positiveInt("sizes['...']", Number(x)); });
+          return;
+        }
+        if (parts.length !== 1) fail("sizes: only '...' takes several sizes (like ...=2x3), got '" + item + "'");
         if (!(k in seen)) fail("sizes names dimension '" + k + "', which is not in the pattern");
-        sizes[k] = positiveInt("sizes['" + k + "']", Number(val));
+        sizes[k] = positiveInt("sizes['" + k + "']", Number(parts[0]));
       });
-      order.forEach(function (d) { if (!(d in sizes)) fail("sizes has no size for dimension '" + d + "'"); });
-      var P = 1; order.forEach(function (d) { P *= sizes[d]; });
+      order.forEach(function (d) { if (d !== ELL && !(d in sizes)) fail("sizes has no size for dimension '" + d + "'"); });
+      if ((ELL in seen) && !ell) fail("sizes has no shape for '...': write e.g. ...=2x3");
+      function shapeOf(d) { return d === ELL ? ell : [sizes[d]]; }
+      function size(d) { return shapeOf(d).reduce(function (a, b) { return a * b; }, 1); }
+      function factors(list) { return list.map(function (d) { return shapeOf(d).join("·"); }).filter(Boolean).join("·") || "1"; }
       var contracted = order.filter(function (d) { return !(d in outSeen); });
       var batch = output.filter(function (d) { return inputs.every(function (g) { return g.indexOf(d) >= 0; }); });
       var free = output.filter(function (d) { return batch.indexOf(d) < 0; });
-      var flops = (inputs.length - 1) * P + (contracted.length ? P : 0);
-      var shape = output.map(function (d) { return sizes[d]; });
+      // pairwise, left to right (lectorch.contractions.Contraction.steps)
+      var flops = 0, terms = [], kept = inputs[0].filter(function (d, i, g) { return g.indexOf(d) === i; });
+      for (var i = 1; i < inputs.length; i++) {
+        var later = {};
+        output.forEach(function (d) { later[d] = 1; });
+        inputs.slice(i + 1).forEach(function (g) { g.forEach(function (d) { later[d] = 1; }); });
+        var dims = kept.slice();
+        inputs[i].forEach(function (d) { if (dims.indexOf(d) < 0) dims.push(d); });
+        var summed = dims.filter(function (d) { return !(d in later); });
+        var mult = summed.length ? 2 : 1;
+        flops += mult * dims.reduce(function (a, d) { return a * size(d); }, 1);
+        terms.push(mult + " × " + factors(dims));
+        kept = dims.filter(function (d) { return d in later; });
+      }
+      if (inputs.length === 1) flops = contracted.length ? order.reduce(function (a, d) { return a * size(d); }, 1) : 0;
+      var shape = [];
+      output.forEach(function (d) { shape = shape.concat(shapeOf(d)); });
       var n = {flops: flops, output_rank: shape.length};
       shape.forEach(function (s, i) { n["out" + i] = s; });
-      function dims(list) { return list.length ? list.map(function (d) { return "<b>" + esc(d) + "</b>=" + sizes[d]; }).join(", ") : "none"; }
-      var mult = inputs.length - 1 + (contracted.length ? 1 : 0);
-      var factors = output.concat(contracted).map(function (d) { return sizes[d]; });
-      var formula = mult === 0 ? "0 (nothing is multiplied or summed: a pure rearrangement)" :
-        mult + " × " + (factors.join("·") || "1") + " = " + commas(flops);
+      function dimsHtml(list) {
+        return list.length ? list.map(function (d) {
+          return "<b>" + esc(d) + "</b>=" + (d === ELL ? (ell.join("×") || "()") : sizes[d]); }).join(", ") : "none";
+      }
+      var formula;
+      if (inputs.length > 2) formula = "pairwise: " + terms.join(" + ") + " = " + commas(flops);
+      else {
+        var mult2 = inputs.length - 1 + (contracted.length ? 1 : 0);
+        formula = mult2 === 0 ? "0 (nothing is multiplied or summed: a pure rearrangement)" :
+          mult2 + " × " + factors(output.concat(contracted)) + " = " + commas(flops);
+      }
       var pyShape = "(" + shape.join(", ") + (shape.length === 1 ? ",)" : ")");
-      var html = table([["output shape", pyShape], ["batch dims (kept, in every operand)", dims(batch)],
-                        ["free dims (kept)", dims(free)], ["contracted dims (summed)", dims(contracted)],
-                        ["FLOPs", esc(formula)]]);
+      var html = table([["output shape", pyShape], ["batch dims (kept, in every operand)", dimsHtml(batch)],
+                        ["free dims (kept)", dimsHtml(free)], ["contracted dims (summed)", dimsHtml(contracted)],
+                        ["FLOPs", esc(formula) + " (" + formatFlops(flops) + ")"]]);
       return {html: html, numbers: n};
     }
+  };
+
+  // ---- a small SVG chart: lines (null breaks a line), bars of a histogram, marker lines ------------
+  function chartSvg(o) {
+    var W = 560, H = 280, L = 64, R = 16, T = 26, B = 44;
+    var ylog = !!o.ylog, xs = [], ys = [];
+    (o.series || []).forEach(function (s) { s.points.forEach(function (p) {
+      if (p[1] !== null && isFinite(p[1]) && (!ylog || p[1] > 0)) { xs.push(p[0]); ys.push(p[1]); } }); });
+    (o.bars || []).forEach(function (b) { xs.push(b[0], b[1]); ys.push(b[2]); });
+    var x0 = o.xlim ? o.xlim[0] : Math.min.apply(null, xs), x1 = o.xlim ? o.xlim[1] : Math.max.apply(null, xs);
+    var y0 = o.ylim ? o.ylim[0] : (ylog ? Math.min.apply(null, ys) : Math.min(0, Math.min.apply(null, ys)));
+    var y1 = o.ylim ? o.ylim[1] : Math.max.apply(null, ys);
+    if (ylog) { y0 = Math.log10(y0); y1 = Math.log10(y1); }
+    if (!(x1 > x0)) x1 = x0 + 1;
+    if (!(y1 > y0)) y1 = y0 + 1;
+    function X(v) { return L + (W - L - R) * (v - x0) / (x1 - x0); }
+    function Y(v) { var u = ylog ? Math.log10(Math.max(v, Math.pow(10, y0))) : v;
+                    return H - B - (H - T - B) * (Math.min(Math.max(u, y0), y1) - y0) / (y1 - y0); }
+    var out = '<svg class="lp-roofline lp-chart" viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="' + esc(o.title) + '">' +
+      '<text x="' + W / 2 + '" y="16" text-anchor="middle" font-size="13">' + esc(o.title) + "</text>" +
+      '<line x1="' + L + '" y1="' + (H - B) + '" x2="' + (W - R) + '" y2="' + (H - B) + '" stroke="#888"/>' +
+      '<line x1="' + L + '" y1="' + T + '" x2="' + L + '" y2="' + (H - B) + '" stroke="#888"/>';
+    [x0, (x0 + x1) / 2, x1].forEach(function (t) {
+      out += '<text x="' + X(t) + '" y="' + (H - B + 14) + '" text-anchor="middle" font-size="11">' + gfmt(t, 3) + "</text>"; });
+    [y0, (y0 + y1) / 2, y1].forEach(function (t) {
+      var v = ylog ? Math.pow(10, t) : t;
+      out += '<text x="' + (L - 4) + '" y="' + (Y(v) + 4) + '" text-anchor="end" font-size="11">' + gfmt(v, 2) + "</text>"; });
+    (o.bars || []).forEach(function (b) {
+      out += '<rect x="' + X(b[0]) + '" y="' + Y(b[2]) + '" width="' + Math.max(0, X(b[1]) - X(b[0])) + '" height="' +
+        Math.max(0, H - B - Y(b[2])) + '" fill="' + (o.barColor || "#1f78b4") + '" fill-opacity="0.7"/>'; });
+    (o.vlines || []).forEach(function (m) {
+      out += '<line x1="' + X(m.x) + '" y1="' + T + '" x2="' + X(m.x) + '" y2="' + (H - B) + '" stroke="#888" stroke-dasharray="' + (m.dash || "4 3") + '"/>'; });
+    (o.hlines || []).forEach(function (m) {
+      out += '<line x1="' + L + '" y1="' + Y(m.y) + '" x2="' + (W - R) + '" y2="' + Y(m.y) + '" stroke="#aaa"/>'; });
+    var legend = [];
+    (o.series || []).forEach(function (s) {
+      var d = "", pen = false;
+      s.points.forEach(function (p) {
+        if (p[1] === null || !isFinite(p[1]) || (ylog && p[1] <= 0)) { pen = false; return; }
+        d += (pen ? " L" : " M") + X(p[0]).toFixed(1) + "," + Y(p[1]).toFixed(1); pen = true; });
+      out += '<path d="' + d + '" fill="none" stroke="' + s.color + '" stroke-width="2"' +
+        (s.dash ? ' stroke-dasharray="' + s.dash + '"' : "") + "/>";
+      if (s.label) legend.push(s);
+    });
+    legend.forEach(function (s, i) {
+      var y = T + 14 + 16 * i;
+      out += '<line x1="' + (W - R - 170) + '" y1="' + (y - 4) + '" x2="' + (W - R - 150) + '" y2="' + (y - 4) + '" stroke="' + s.color +
+        '" stroke-width="2"' + (s.dash ? ' stroke-dasharray="' + s.dash + '"' : "") + "/>" +
+        '<text x="' + (W - R - 145) + '" y="' + y + '" font-size="11">' + esc(s.label) + "</text>"; });
+    out += '<text x="' + (L + W - R) / 2 + '" y="' + (H - 10) + '" text-anchor="middle" font-size="12">' + esc(o.xlabel) + "</text>" +
+      '<text x="14" y="' + (H - B + T) / 2 + '" text-anchor="middle" font-size="12" transform="rotate(-90 14 ' + (H - B + T) / 2 + ')">' +
+      esc(o.ylabel) + "</text></svg>";
+    return out;
+  }
+
+  // ---- measured panels: draw the numbers recorded when the notebook ran (lectorch.widgets.Recording)
+  var RECORDED = {
+    matmul: function (v, n) {
+      var where = n.device + (v.threads ? ", " + v.threads + " thread" + (v.threads !== 1 ? "s" : "") : "");
+      var rows = [
+        ["matmul", "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ") in " + esc(v.dtype) +
+          " on " + esc(where)],
+        ["FLOPs = 2·B·D·K", commas(n.flops)],
+        ["bytes moved (at least)", formatBytes(n.bytes, false) + " → intensity " + commas(n.intensity, 1) + " FLOPs/byte"],
+        ["measured time", formatSeconds(n.median_s) + " median (IQR " + formatSeconds(n.iqr_s) + ", " + n.trials + " trials × " +
+          n.number + ")"],
+        ["achieved", "<b>" + formatFlops(n.flops_per_s, true) + "</b>"]];
+      if (n.peak) {
+        rows.push(["MFU", "<b>" + n.mfu.toFixed(3) + "</b> of the " + esc(n.gpu) + " dense " + esc(v.dtype) + " peak (" +
+                   gfmt(n.peak / 1e12, 6) + " TFLOP/s)"]);
+        rows.push(["roofline", n.bound + "-bound: at most " + n.attainable_fraction.toFixed(3) + " of the peak at this intensity"]);
+      } else {
+        rows.push(["MFU", "no datasheet peak for " + (n.device === "cpu" ? "a CPU" : "this device") + ", so no MFU"]);
+        if (n.versus_reference !== undefined)
+          rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + " (not an MFU)"]);
+      }
+      return table(rows);
+    },
+    step_cost: function (v, n) {
+      var rows = [
+        ["activations saved for backward", formatBytes(n.saved_bytes) + " (" + n.saved_ratio.toFixed(2) + "× fp32 without checkpointing)"],
+        ["FLOPs of forward + backward", (n.flops / 1e6).toFixed(1) + " MFLOP (" + commas(n.flops / n.tokens) + " per token)"],
+        ["measured step time", formatSeconds(n.step_seconds) + " on " + esc(n.device)],
+        ["peak device memory", n.peak_bytes === null ? "not tracked on " + esc(n.device.split(":")[0]) +
+          " (run on a GPU to see it)" : formatBytes(n.peak_bytes)]];
+      return "<p>TinyLM V=" + n.vocab_size + ", D=" + n.dim + ", L=" + n.num_layers + ", T=" + n.context_length + ", B=" +
+        v.batch_size + ": " + n.tokens + " tokens per step</p>" +
+        "<table>" + rows.map(function (r) { return "<tr><td>" + r[0] + "</td><td><b>" + r[1] + "</b></td></tr>"; }).join("") + "</table>";
+    },
+    loss_curves: function (v, n) {
+      var colors = ["#1f77b4", "#7f7f7f"], series = [], parts = [];
+      Object.keys(n.curves).forEach(function (label, i) {
+        var losses = n.curves[label], last = losses[losses.length - 1];
+        var ok = last !== null && isFinite(last) && last < 10 * losses[0];
+        parts.push(esc(label) + ": loss " + gfmt(losses[0], 3) + " → <b>" + (ok ? gfmt(last, 3) : "diverged") + "</b>");
+        series.push({label: label, color: colors[i % 2], dash: i ? "5 4" : "",
+                     points: losses.map(function (y, s) { return [s, y]; })});
+      });
+      return "<p>" + n.steps + " full-batch steps at lr = " + gfmt(n.lr, 3) + ". " + parts.join("; ") + "</p>" +
+        chartSvg({title: "Cruncher(16, 2) on a linear regression, lr = " + gfmt(n.lr, 3), xlabel: "step",
+                  ylabel: "loss (log)", ylog: true, series: series});
+    },
+    init: function (v, n) {
+      var half = Math.max(4, 4 * n.measured_std), bars = [], normal = [], i;
+      for (i = 0; i < n.density.length; i++) bars.push([n.edges[i], n.edges[i + 1], n.density[i]]);
+      for (i = 0; i <= 200; i++) { var x = -half + 2 * half * i / 200; normal.push([x, Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI)]); }
+      var top = Math.max(0.45, Math.max.apply(null, n.density)) * 1.05;
+      return "<p>weight std = " + esc(n.formula) + " = " + gfmt(n.weight_std, 4) + "; output std measured <b>" +
+        gfmt(n.measured_std, 3) + "</b>, predicted sqrt(" + v.width + ") × " + gfmt(n.weight_std, 4) + " = <b>" +
+        gfmt(n.predicted_std, 3) + "</b></p>" +
+        chartSvg({title: "width " + v.width + ", " + v.scheme + " init (std " + n.formula + ")", xlabel: "output value",
+                  ylabel: "density", xlim: [-half, half], ylim: [0, top], bars: bars,
+                  series: [{label: "N(0, 1)", color: "#000", dash: "5 4", points: normal}]});
+    }
+  };
+
+  // ---- what a float format stores (lectorch.dtypes.float_bits and widgets.precision.describe_value)
+  function pyRepr(x) {                  // Python's repr of a float
+    if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+    if (!isFinite(x)) return isNaN(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+    var parts = x.toExponential().split("e"), e = Number(parts[1]);
+    if (e < -4 || e >= 16) return parts[0] + "e" + (e < 0 ? "-" : "+") + (Math.abs(e) < 10 ? "0" : "") + Math.abs(e);
+    var t = String(x);
+    return t.indexOf(".") >= 0 ? t : t + ".0";
+  }
+  function pyg(x, digits) { return isFinite(x) ? gfmt(x, digits) : (isNaN(x) ? "nan" : (x > 0 ? "inf" : "-inf")); }
+  function binade(a) {                  // floor(log2(a)) for a > 0, exactly
+    var e = Math.floor(Math.log2(a));
+    if (Math.pow(2, e) > a) e -= 1;
+    if (Math.pow(2, e + 1) <= a) e += 1;
+    return e;
+  }
+  function castTo(x, f) {               // torch's CPU cast from float64: via float32, round to nearest even
+    if (f.name === "fp64") return x;
+    var v = Math.fround(x);
+    if (!isFinite(v) && !f.has_inf) return x < 0 ? -f.max : f.max;
+    if (f.name === "fp32" || v === 0 || !isFinite(v)) return v;
+    var a = Math.abs(v), e = Math.max(binade(a), 1 - f.bias), q = Math.pow(2, e - f.mantissa_bits);
+    var r = a / q, n = Math.floor(r), frac = r - n;
+    if (frac > 0.5 || (frac === 0.5 && n % 2 === 1)) n += 1;
+    var out = n * q;
+    if (out > f.max) out = f.has_inf ? Infinity : f.max;  // E4M3FN: this torch's cast saturates
+    return v < 0 ? -out : out;
+  }
+  function fieldsOf(v, f) {
+    var sign = v < 0 || Object.is(v, -0) ? 1 : 0, a = Math.abs(v), top = Math.pow(2, f.exponent_bits) - 1;
+    if (!isFinite(a)) return {sign: sign, exponent: top, mantissa: 0, kind: "inf"};
+    if (a === 0) return {sign: sign, exponent: 0, mantissa: 0, kind: "zero"};
+    if (a < f.smallest_normal) return {sign: sign, exponent: 0, mantissa: a / f.smallest_subnormal, kind: "subnormal"};
+    var e = binade(a);
+    return {sign: sign, exponent: e + f.bias, mantissa: (a / Math.pow(2, e) - 1) * Math.pow(2, f.mantissa_bits), kind: "normal"};
+  }
+  function ulp(v, f) { return Math.pow(2, Math.max(fieldsOf(v, f).exponent, 1) - f.bias - f.mantissa_bits); }
+  function nextUp(v, f) {               // the bit pattern one up (lectorch.dtypes.next_up)
+    if (v === 0) return f.smallest_subnormal;
+    if (v > 0) return v + ulp(v, f);
+    var b = fieldsOf(v, f), gap = (b.mantissa === 0 && b.exponent > 1) ? ulp(v, f) / 2 : ulp(v, f);
+    return -(Math.abs(v) - gap);
+  }
+  function nextDown(v, f) { return -nextUp(-v, f); }
+  LIVE.float_bits = function (v, D) {
+    var value = v.value, f = D.float_formats[v.dtype];
+    if (typeof value !== "number" || !isFinite(value)) fail("value must be a finite number, got " + v.value);
+    var stored = castTo(value, f), b = fieldsOf(stored, f);
+    var width = [1, f.exponent_bits, f.mantissa_bits];
+    var digits = [String(b.sign), b.exponent.toString(2), b.mantissa.toString(2)].map(function (d, i) {
+      while (d.length < width[i]) d = "0" + d; return d; });
+    var names = ["sign", "exponent", "mantissa"], boxes = "";
+    digits.forEach(function (ds, i) {
+      for (var j = 0; j < ds.length; j++) boxes += '<span title="' + names[i] + '" style="display:inline-block;min-width:1.1em;' +
+        "text-align:center;background:" + D.field_colors[names[i]] + ';margin:0 1px;font-family:monospace">' + ds[j] + "</span>";
+    });
+    var n = {sign: b.sign, exponent: b.exponent, mantissa: b.mantissa};
+    n["kind_" + b.kind] = 1;
+    var rows = [["stored", "<b>" + pyRepr(stored) + "</b> (" + b.kind + ")"], ["bits", boxes]], note = "";
+    if (b.kind === "normal" || b.kind === "subnormal") {
+      var unbiased = b.kind === "normal" ? b.exponent - f.bias : 1 - f.bias;
+      rows.push(["fields", "sign " + b.sign + " · exponent field " + b.exponent + " → 2<sup>" + unbiased + "</sup> · mantissa " +
+                 (b.kind === "normal" ? "1." : "0.") + digits[2] + "<sub>2</sub>"]);
+    }
+    var absErr = Math.abs(stored - value), rel = value === 0 ? 0 : (isFinite(stored) ? absErr / Math.abs(value) : Infinity);
+    rows.push(["error", "absolute " + pyg(absErr, 3) + " · relative " + pyg(rel, 3)]);
+    if (isFinite(stored)) { n.stored = stored; n.abs_error = absErr; n.relative_error = rel; }
+    if (b.kind === "zero" && value !== 0) {
+      note = pyRepr(value) + " underflows to 0 in " + f.name + ": it is below half the smallest subnormal, " +
+        pyg(f.smallest_subnormal, 3) + ".";
+    } else if (!isFinite(stored)) {
+      note = pyRepr(value) + " overflows to " + pyRepr(stored) + ": " + f.name + " stops at ±" + pyg(f.max, 6) + ".";
+    } else if (Math.abs(value) > f.max && f.has_inf) {
+      note = pyRepr(value) + " is above " + f.name + "'s largest value " + pyg(f.max, 6) + " by less than half a step, " +
+        "so it rounds down to it; from " + pyg(f.max + ulp(f.max, f) / 2, 6) + " on it overflows to inf.";
+    } else if (Math.abs(value) > f.max) {
+      note = pyRepr(value) + " is beyond ±" + pyg(f.max, 6) + " and " + f.name + " has no infinity: this cast saturates to ±" +
+        pyg(f.max, 6) + " (others give NaN).";
+    } else {
+      var lo = stored, hi = stored;
+      if (stored < value) hi = nextUp(stored, f); else if (stored > value) lo = nextDown(stored, f);
+      if (lo !== hi) rows.push(["neighbours", pyg(lo, 8) + " ≤ value ≤ " + pyg(hi, 8) + " (it rounds to the nearer)"]);
+      n.lo = lo; n.hi = hi; n.spacing = ulp(stored, f);
+      rows.push(["spacing here", pyg(n.spacing, 3)]);
+      if (b.kind === "subnormal") note = "a subnormal: below " + pyg(f.smallest_normal, 3) + " " + f.name +
+        " gives up precision to reach smaller values.";
+    }
+    var html = "<div><div>" + esc(pyRepr(value)) + " in " + f.name + " (" + f.layout + ")</div><table>" +
+      rows.map(function (r) { return "<tr><td style='padding-right:1em'>" + r[0] + "</td><td>" + r[1] + "</td></tr>"; }).join("") +
+      "</table>" + (note ? "<div><i>" + esc(note) + "</i></div>" : "") + "</div>";
+    return {html: html, numbers: n};
+  };
+
+  LIVE.schedule = function (v, D) {
+    if (v.warmup_steps > v.total_steps)
+      fail("warm-up (" + v.warmup_steps + ") must not be longer than the schedule (" + v.total_steps + ")");
+    var maxLr = D.schedule.max_lr, minLr = maxLr * v.min_ratio, W = v.warmup_steps, S = v.total_steps;
+    function lr(s) {                    // lectorch.train.cosine_lr
+      if (s < W) return maxLr * s / W;
+      if (s >= S) return minLr;
+      return minLr + (maxLr - minLr) * 0.5 * (1 + Math.cos(Math.PI * (s - W) / (S - W)));
+    }
+    var last = S + Math.max(Math.floor(S / 10), 1), lrs = [], sum = 0, s;
+    for (s = 0; s <= last; s++) { lrs.push(lr(s)); sum += lrs[s]; }
+    var mid = Math.floor((W + S) / 2);
+    var n = {steps: lrs.length, lr_sum: sum, lr_warmup_end: lrs[W], lr_mid: lrs[mid], lr_end: lrs[S],
+             lr_quarter: lrs[Math.floor(W / 4) + Math.floor(3 * S / 4)]};
+    var html = table([["warm-up", "steps 0 → " + W + ": 0 → " + gfmt(maxLr, 3)],
+                      ["cosine decay", "steps " + W + " → " + S + ": " + gfmt(maxLr, 3) + " → " + gfmt(minLr, 3) +
+                        " (half-way, step " + mid + ": " + gfmt(lrs[mid], 3) + ")"],
+                      ["floor", "from step " + S + " on: " + gfmt(minLr, 3)]]) +
+      chartSvg({title: "a cosine schedule with linear warm-up", xlabel: "step", ylabel: "learning rate",
+                ylim: [0, 1.3 * maxLr], vlines: [{x: W, dash: "2 3"}, {x: S}], hlines: [{y: minLr}],
+                series: [{color: "#1f77b4", points: lrs.map(function (y, i) { return [i, y]; })}]});
+    return {html: html, numbers: n};
   };
 
   function rooflineSvg(title, peak, bw, I, att, label) {
@@ -304,7 +585,8 @@
     var result = panel.querySelector(".lp-result"), v = values(panel);
     result.setAttribute("data-values", JSON.stringify(v));
     try {
-      var out = LIVE[panel.getAttribute("data-live")](v, window.LECTORCH_LIVE_DATA);
+      var out = panel.lectorchRecording ? recorded(panel, v)
+                                        : LIVE[panel.getAttribute("data-live")](v, window.LECTORCH_LIVE_DATA);
       result.innerHTML = out.html;
       result.setAttribute("data-numbers", JSON.stringify(out.numbers));
       result.removeAttribute("data-error");
@@ -315,9 +597,23 @@
       result.setAttribute("data-error", err.message);
     }
   }
+  function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+  function recorded(panel, v) {         // the recorded row at these control values
+    var rec = panel.lectorchRecording, kind = panel.getAttribute("data-recorded");
+    var row = rec.results.filter(function (r) {
+      return Object.keys(r.values).every(function (k) { return same(r.values[k], v[k]); }); })[0];
+    if (!row) fail("no recording at these settings: run the notebook to measure them");
+    if (row.numbers.error) fail(row.numbers.error);
+    return {html: RECORDED[kind](v, row.numbers, window.LECTORCH_LIVE_DATA), numbers: row.numbers};
+  }
   function init() {
-    document.querySelectorAll(".lectorch-panel[data-live]").forEach(function (panel) {
-      if (!LIVE[panel.getAttribute("data-live")] || !window.LECTORCH_LIVE_DATA) return;
+    document.querySelectorAll(".lectorch-panel[data-live], .lectorch-panel[data-recorded]").forEach(function (panel) {
+      var kind = panel.getAttribute("data-recorded");
+      if (kind) {
+        var script = panel.querySelector("script.lp-recording");
+        if (!RECORDED[kind] || !script) return;
+        panel.lectorchRecording = JSON.parse(script.textContent);
+      } else if (!LIVE[panel.getAttribute("data-live")] || !window.LECTORCH_LIVE_DATA) return;
       panel.lectorchSpecs = JSON.parse(panel.getAttribute("data-controls"));
       panel.querySelectorAll("[data-control]").forEach(function (el) {
         el.disabled = false;
@@ -334,6 +630,6 @@
       update(panel);
     });
   }
-  window.lectorchLive = {LIVE: LIVE, update: update, gfmt: gfmt};
+  window.lectorchLive = {LIVE: LIVE, RECORDED: RECORDED, update: update, gfmt: gfmt};
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();
