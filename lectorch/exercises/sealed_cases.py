@@ -222,9 +222,30 @@ def public_cases(exercise_id: str, cases: tuple) -> tuple:
     stored = CASES.get(exercise_id, [])
     out = []
     for i, case in enumerate(cases):
+        if case.raises is not None:  # a case that must raise has no result
+            out.append(case)
+            continue
         expected = view(stored[i], f"{exercise_id}#{i}") if i < len(stored) else MISSING
+        if isinstance(case.expected, dict):  # facts of the inputs, in clear, beside the sealed results
+            expected = {**case.expected, **(expected if isinstance(expected, dict) else {"result": expected})}
         out.append(dataclasses.replace(case, expected=expected))
     return tuple(out)
+
+
+def holds_seal(value: Any) -> bool:
+    """True when ``value`` is, or contains, a sealed result."""
+    if is_sealed(value):
+        return True
+    if isinstance(value, dict):
+        return any(holds_seal(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(holds_seal(v) for v in value)
+    return False
+
+
+def plain_part(value: Any) -> dict:
+    """The entries of a public case's expected dict that are in clear (facts of its inputs)."""
+    return {k: v for k, v in value.items() if not holds_seal(v)} if isinstance(value, dict) else {}
 
 
 # ------------------------------------------------------------------------------ comparisons
