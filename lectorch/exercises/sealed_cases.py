@@ -116,7 +116,10 @@ def seal(salt: str, value: Any, *, rtol: float = 0.0, atol: float = 0.0) -> Any:
                                            for f in dataclasses.fields(value)}}
     if isinstance(value, dict):
         return {_KIND: "dict", "items": {k: seal(f"{salt}.{k}", v, rtol=rtol, atol=atol) for k, v in value.items()}}
-    if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size):
+    if isinstance(value, (tuple, list, torch.Size)) and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+        return {_KIND: "exact", "token": "x" + _digest(salt, _exact_text(value))}  # e.g. strides, as a whole
+    if isinstance(value, (tuple, list)):
         items = [seal(f"{salt}[{i}]", v, rtol=rtol, atol=atol) for i, v in enumerate(value)]
         return {_KIND: "tuple" if isinstance(value, tuple) else "list", "items": items}
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
@@ -276,6 +279,9 @@ def close(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0) -> b
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
             return False
         return not bool(mismatch(got, expected, rtol=rtol, atol=atol).any())
+    if isinstance(expected, (tuple, list)):
+        return (isinstance(got, (tuple, list)) and len(got) == len(expected)
+                and all(close(g, e, rtol=rtol, atol=atol) for g, e in zip(got, expected)))
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(expected, numbers.Real) and not isinstance(expected, (bool, numbers.Integral)):
