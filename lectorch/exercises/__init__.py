@@ -696,6 +696,9 @@ def _compare_sealed_case(ex: Exercise, got: Any, sealed: Any) -> str | None:
     for slip_ratio, slip in ex.slips.items():
         if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(x / slip_ratio):
             return f"{_short(got)} is not right: {slip}"
+    d = sealed.octaves_off(x)
+    if d:
+        return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
     return f"{_short(got)} is not the expected result ({_case_tolerance_text(ex)})."
 
 

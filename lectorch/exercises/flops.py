@@ -6,7 +6,8 @@
 - ``flops-honest-timer`` (debug): a timing function without warm-up, synchronisation or a robust
   statistic, run against a simulated asynchronous device.
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/flops.py``.
+Expected values are sealed; the plain values, the references of the function cases and the
+hidden cases live in ``grading/flops.py``.
 """
 
 from __future__ import annotations
@@ -17,25 +18,14 @@ import random
 from typing import Any
 
 from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.exercises.sealed_cases import close, how_far, public_cases
 from lectorch.hardware import get_gpu
 
 
 # --- 1. MFU from a measured time (warm-up) ----------------------------------------------------------
 def mfu_case(B, D, K, seconds, peak, description: str) -> Case:
-    return Case(args=(B, D, K, seconds, peak), expected=2 * B * D * K / seconds / peak,
-                description=description)
-
-
-def random_mfu_cases(rng: random.Random, n: int = 3) -> list[Case]:
-    gpus = ["H100 SXM", "A100", "L4", "B200"]
-    cases = []
-    for _ in range(n):
-        gpu = get_gpu(rng.choice(gpus))
-        B, D, K = (2 ** rng.randint(6, 14) for _ in range(3))
-        peak = gpu.peak_flops("bf16")
-        seconds = 2 * B * D * K / (peak * rng.uniform(0.05, 0.9))
-        cases.append(mfu_case(B, D, K, seconds, peak, f"({B}, {D}) @ ({D}, {K}) in bf16 on {gpu.name}"))
-    return cases
+    """A case; its expected MFU is the grader's (sealed in the package)."""
+    return Case(args=(B, D, K, seconds, peak), description=description)
 
 
 _H100 = get_gpu("H100 SXM")
@@ -55,52 +45,38 @@ register(
             "torch.utils.flop_counter.FlopCounterMode",
         ),
         hint="FLOPs of a (B, D) @ (D, K) matmul are 2·B·D·K; divide by the seconds, then by the peak.",
-        rtol=8 * 2.0**-23,  # fp32 arithmetic of the formula passes: a few roundings of float32
+        rtol=1e-6,  # fp32 arithmetic of the formula passes: a few roundings of float32 (8 ulps ≈ 1e-6)
         slips={
             0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·B·D·K, not B·D·K.",
             1e-12: "keep everything in FLOP and FLOP/s (not TFLOP or TFLOP/s).",
         },
-        cases=(mfu_case(8192, 8192, 8192, 1.6e-3, _H100.peak_flops("bf16"), "a square bf16 matmul on an H100"),
-               mfu_case(256, 256, 256, 1e-3, 1e12, "a small matmul on a 1 TFLOP/s device")),
-        generate=random_mfu_cases,
+        cases=public_cases("flops-mfu-from-time", (
+            mfu_case(8192, 8192, 8192, 1.6e-3, _H100.peak_flops("bf16"), "a square bf16 matmul on an H100"),
+            mfu_case(256, 256, 256, 1e-3, 1e12, "a small matmul on a 1 TFLOP/s device"),
+            mfu_case(4096, 512, 2048, 2.5e-5, get_gpu("A100").peak_flops("bf16"), "a rectangular matmul on an A100"))),
+        summary=("runs your function on 3 matmuls (hidden ones when graded): the MFU within a relative "
+                 "±1e-6 (fp32 arithmetic of the formula passes)"),
     )
 )
 
 
 # --- 2. the smallest compute-bound square matmul ---------------------------------------------------
 def smallest_n_case(peak, bandwidth, bytes_per_element, description: str) -> Case:
-    """Expected: the smallest n whose intensity 2n³ / (3n² · bytes) reaches peak / bandwidth,
-    found by bisection on the intensity itself (not by the closed form)."""
-    ridge = peak / bandwidth
-
-    def bound(n: int) -> bool:
-        return 2 * n**3 / (3 * n * n * bytes_per_element) >= ridge
-
-    lo, hi = 1, 1
-    while not bound(hi):
-        lo, hi = hi + 1, hi * 2
-    while lo < hi:  # bisect for the first n that is compute-bound
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if bound(mid) else (mid + 1, hi)
-    n = lo
-    return Case(args=(peak, bandwidth, bytes_per_element), expected=n, description=description)
+    """A case; its expected n (found by the grader by bisection on the intensity) is sealed."""
+    return Case(args=(peak, bandwidth, bytes_per_element), description=description)
 
 
 def _same_int(got, expected):
     if isinstance(got, bool) or not isinstance(got, numbers.Integral):
         return f"expected an int (a matrix size), got {type(got).__name__}; a size is a whole number."
-    if got == expected:
+    if close(got, expected["n"]):
         return None
-    return f"{got} is {'too large' if got > expected else 'too small'}."
-
-
-def random_smallest_n_cases(rng: random.Random, n: int = 3) -> list[Case]:
-    cases = []
-    for _ in range(n):
-        peak, bandwidth = 10 ** rng.uniform(11, 15), 10 ** rng.uniform(10, 12.5)
-        b = rng.choice([1, 2, 4])
-        cases.append(smallest_n_case(peak, bandwidth, b, f"a made-up processor, {b}-byte elements"))
-    return cases
+    if close(got + 1, expected["n"]):
+        return f"{got} is one too small: is the intensity at {got} really at the ridge point?"
+    if close(got - 1, expected["n"]):
+        return f"{got} is one too large: {got - 1} already reaches the ridge point."
+    far = how_far(got, expected["n"])
+    return f"{got} is {far}." if far else f"{got} is not the smallest compute-bound size."
 
 
 register(
@@ -119,10 +95,13 @@ register(
               "as peak / bandwidth."),
               "solve intensity(n) >= ridge for n, and round in the direction that keeps it true."),
         compare=_same_int,
-        cases=(smallest_n_case(_H100.peak_flops("bf16"), _H100.bandwidth_bytes_per_s, 2, "H100 SXM, bf16"),
-               smallest_n_case(get_gpu("A100").peak_flops("fp32"), get_gpu("A100").bandwidth_bytes_per_s, 4,
-                               "A100, fp32")),
-        generate=random_smallest_n_cases,
+        rtol=0.0,
+        cases=public_cases("flops-compute-bound-n", (
+            smallest_n_case(_H100.peak_flops("bf16"), _H100.bandwidth_bytes_per_s, 2, "H100 SXM, bf16"),
+            smallest_n_case(get_gpu("A100").peak_flops("fp32"), get_gpu("A100").bandwidth_bytes_per_s, 4,
+                            "A100, fp32"),
+            smallest_n_case(1e12, 1e11, 1, "a ridge point of 10 FLOP/byte, 1-byte elements"))),
+        summary="runs your function on 3 processors (hidden ones when graded), exactly",
     )
 )
 

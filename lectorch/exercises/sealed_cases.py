@@ -84,6 +84,13 @@ def _seal_number(salt: str, value: float, rtol: float, atol: float) -> str:
     return regime + _digest(salt, text)
 
 
+def _octave(value: float) -> str:
+    """The quarter octave of ``value`` (for "how far off" feedback: factors of 2**0.25)."""
+    if value == 0 or not math.isfinite(value):
+        return repr(value)
+    return ("+" if value > 0 else "-") + str(math.floor(4 * math.log2(abs(value))))
+
+
 def _number_matches(salt: str, token: str, x: float, rtol: float, atol: float) -> bool:
     regime, digest = token[0], token[1:]
     if regime == "x" or not math.isfinite(x):
@@ -123,7 +130,11 @@ def seal(salt: str, value: Any, *, rtol: float = 0.0, atol: float = 0.0) -> Any:
         items = [seal(f"{salt}[{i}]", v, rtol=rtol, atol=atol) for i, v in enumerate(value)]
         return {_KIND: "tuple" if isinstance(value, tuple) else "list", "items": items}
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
-        return {_KIND: "number", "rtol": rtol, "atol": atol, "token": _seal_number(salt, float(value), rtol, atol)}
+        return {_KIND: "number", "rtol": rtol, "atol": atol, "token": _seal_number(salt, float(value), rtol, atol),
+                "octave": _digest(salt + "#octave", _octave(float(value)))}
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return {_KIND: "exact", "token": "x" + _digest(salt, _exact_text(value)),
+                "octave": _digest(salt + "#octave", _octave(float(value)))}
     return {_KIND: "exact", "token": "x" + _digest(salt, _exact_text(value))}
 
 
@@ -138,6 +149,18 @@ class SealedNumber:
     token: str
     rtol: float = 0.0
     atol: float = 0.0
+    octave: str = ""
+
+    def octaves_off(self, got: float, span: int = 256) -> int | None:
+        """``d`` such that ``got / expected`` lies between ``2**((d-1)/4)`` and ``2**((d+1)/4)``
+        (None when unknown, of another sign, or further than ``span`` quarter octaves)."""
+        if not self.octave or not math.isfinite(got) or got == 0:
+            return None
+        sign, own = ("+" if got > 0 else "-"), math.floor(4 * math.log2(abs(got)))
+        for d in sorted(range(-span, span + 1), key=abs):
+            if _digest(self.salt + "#octave", f"{sign}{own - d}") == self.octave:
+                return d
+        return None
 
     def matches(self, got: Any) -> bool:
         if self.token.startswith("x"):
@@ -212,9 +235,9 @@ def view(data: Any, salt: str) -> Any:
         items = [view(v, f"{salt}[{i}]") for i, v in enumerate(data["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "number":
-        return SealedNumber(salt, data["token"], data["rtol"], data["atol"])
+        return SealedNumber(salt, data["token"], data["rtol"], data["atol"], data.get("octave", ""))
     if kind == "exact":
-        return SealedNumber(salt, data["token"])
+        return SealedNumber(salt, data["token"], octave=data.get("octave", ""))
     raise ValueError(f"not a sealed case result: {data!r:.60}")
 
 
@@ -256,6 +279,20 @@ def plain_part(value: Any) -> dict:
 
 def is_sealed(expected: Any) -> bool:
     return isinstance(expected, (SealedNumber, SealedTensor, SealedRecord))
+
+
+def how_far(got: float, expected: Any) -> str:
+    """The words "too large by a factor of about 2 …" for a number ``got`` against ``expected`` (plain or
+    sealed), or "" when that is unknown or less than a quarter octave."""
+    from lectorch.exercises import _octave_text
+
+    if isinstance(expected, SealedNumber):
+        d = expected.octaves_off(float(got))
+    elif isinstance(expected, numbers.Real) and expected and got and (got > 0) == (expected > 0):
+        d = math.floor(4 * math.log2(abs(got))) - math.floor(4 * math.log2(abs(expected)))
+    else:
+        d = None
+    return _octave_text(d) if d else ""
 
 
 def mismatch(got: torch.Tensor, expected: Any, *, rtol: float = 0.0, atol: float = 0.0) -> torch.Tensor:
