@@ -12,8 +12,6 @@ Function cases take their expected values from torch (``repeat_interleave`` + ``
 
 from __future__ import annotations
 
-import math
-import random
 from typing import Any
 
 import torch

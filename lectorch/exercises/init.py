@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import math
 import numbers
-import random
 
 import torch
-from torch import nn
 
 from lectorch import init
 from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register

@@ -15,7 +15,6 @@ Every expected result comes from torch itself, on the instructor's side (``gradi
 from __future__ import annotations
 
 import inspect
-import random
 
 import torch
 

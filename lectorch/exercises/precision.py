@@ -6,12 +6,11 @@ byte count and log_softmax) and the hidden cases live in ``grading/precision.py`
 
 from __future__ import annotations
 
-import random
 
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, mismatch, public_cases
+from lectorch.exercises.sealed_cases import mismatch, public_cases
 
 _DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
            torch.float8_e5m2, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool)

@@ -13,13 +13,10 @@ hidden cases live in ``grading/scale.py``; the package holds only seals.
 
 from __future__ import annotations
 
-import random
 
-import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.sealed_cases import public_cases
-from lectorch.models import TinyLM
 
 # ------------------------------------------------------------------- saved activation bytes
 
@@ -116,4 +113,4 @@ register(
     )
 )
 
-__all__ = ["measured_saved_bytes", "saved_case", "random_saved_cases", "CKPT_TIME_MODEL"]
+__all__ = ["saved_case", "CKPT_TIME_MODEL"]

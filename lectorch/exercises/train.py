@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import random
 import tempfile
 from typing import Any
 

@@ -15,7 +15,6 @@ package holds the public cases' results only as seals.
 from __future__ import annotations
 
 import numbers
-import random
 from typing import Any
 
 import torch
