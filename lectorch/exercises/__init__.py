@@ -417,6 +417,17 @@ def refused_names(ex: Exercise) -> tuple[str, ...]:
     return tuple(names)
 
 
+def runners() -> dict[str, str]:
+    """``"module:name"`` of each exercise's runner (e.g. a timer run on a simulated device, whose
+    calls are logged), so that a grader's sandbox runs the answer the way the checker does.
+
+    >>> runners()["flops-honest-timer"]
+    'lectorch.exercises.flops:traced_call'
+    """
+    return {ex_id: f"{ex.runner.__module__}:{ex.runner.__qualname__}"
+            for ex_id, ex in exercises().items() if ex.runner is not None}
+
+
 def refusals() -> dict[str, dict]:
     """Plain data of what each exercise refuses while the student's function runs (for a grader's
     sandbox, which can load ``refuse.py`` by path: it needs only the standard library and torch).
