@@ -120,3 +120,47 @@ def test_the_grader_judges_timers_by_the_calls_made(ex_id, honest, wrong):
     for answer in wrong:
         status, message = grade_in_harness(ex_id, answer)
         assert status == "failed", (answer.__name__, message)
+
+
+# --------------------------------------------------------------------- through the real sandbox
+
+TIMER_OK = '''import statistics
+def time_call(fn, sync, clock, warmup=3, trials=7):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(trials):
+        start = clock()
+        fn()
+        sync()
+        times.append(clock() - start)
+    return statistics.median(times)'''
+TIMER_PEEK = '''def time_call(fn, sync, clock):
+    device = fn.__closure__[0].cell_contents if fn.__closure__ else fn.__self__
+    return device.steady_s'''
+
+
+@pytest.mark.skipif(not grading.sandbox.bwrap_works(), reason="bubblewrap is not usable here")
+def test_in_the_sandbox_an_honest_timer_passes_and_reading_the_devices_number_fails(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    def notebook(body: str):
+        return new_notebook(cells=[new_code_cell("import lectorch"), new_code_cell(body),
+                                   new_code_cell('lectorch.check("flops-honest-timer", time_call)')])
+
+    ex_id = "flops-honest-timer"
+    (tmp_path / "chapters").mkdir()
+    nbformat.write(notebook(TIMER_OK), tmp_path / "chapters" / "timer.ipynb")
+    for student, body in (("honest", TIMER_OK), ("peeker", TIMER_PEEK)):
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        nbformat.write(notebook(body), tmp_path / "subs" / student / "timer.ipynb")
+    bundle_entry(ex_id)
+    bundle = {**_BUNDLE, "exercises": {ex_id: bundle_entry(ex_id)}}
+    report = grader.grade_folder(tmp_path / "subs", bundle=bundle, reference_dir=tmp_path / "chapters",
+                                 registry={ex_id: get_exercise(ex_id)}, timeout_s=120, memory_gb=2.0,
+                                 jobs=2, workdir=tmp_path)
+    grades = {g.submission: (g.status, g.message) for g in report.grades}
+    assert grades["honest"][0] == "passed", grades
+    assert grades["peeker"][0] == "failed" and "clock" in grades["peeker"][1], grades
