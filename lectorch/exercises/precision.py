@@ -106,7 +106,7 @@ def compare_log_probs(got, expected) -> str | None:
     wrong = int(mismatch(got, expected, rtol=LOGSOFTMAX_RTOL, atol=LOGSOFTMAX_ATOL).sum())
     if wrong:
         return (f"{wrong} of your {got.numel()} log-probabilities are off by more than the tolerance "
-                "(1e-4 plus 1e-5 of the value).")
+                "(1e-5 of the value, at least 1e-4).")
     return None
 
 
@@ -163,6 +163,6 @@ register(
             ]
         )),
         summary=("runs your function on 6 logit tensors (hidden ones when graded): float32, the "
-                 "input's shape, finite, within 1e-4 plus 1e-5 of the value of torch's log_softmax"),
+                 "input's shape, finite, within 1e-5 of the value (at least 1e-4) of torch's log_softmax"),
     )
 )

@@ -9,7 +9,9 @@ agrees with the expected result, never what the result is.
 
 The comparisons of a function exercise use :func:`close` and :func:`mismatch`, which accept
 either a plain expected value (the grader's) or its seal (the practice check's), with the same
-tolerance: ``|got - expected| <= atol + rtol·|expected|`` elementwise (``torch.isclose``).
+tolerance: ``|got - expected| <= max(rtol·|expected|, atol)`` elementwise (as ``within``). The
+practice check agrees with the grader except within one bin of an edge (1/128 of the tolerance for
+a number, 1/8 for a tensor's element).
 
 >>> import torch
 >>> e = torch.tensor([1.0, -2.0, 0.0])
@@ -35,8 +37,9 @@ from typing import Any
 
 import torch
 
-#: bins per tolerance: a sealed number is accepted within its tolerance, give or take one bin
-_BINS = 8
+#: bins per tolerance: a sealed number is accepted within its tolerance, give or take one bin;
+#: a tensor element's bins are coarser (every element costs a hash per bin when checked)
+NUMBER_BINS, ELEMENT_BINS = 128, 8
 _KIND = "§"
 
 
@@ -69,18 +72,18 @@ def _regime(value: float, rtol: float, atol: float) -> str:
     return "a" if atol > 0 else "x"
 
 
-def _bin(value: float, regime: str, rtol: float, atol: float) -> int:
+def _bin(value: float, regime: str, rtol: float, atol: float, bins: int) -> int:
     if regime == "r":
-        return math.floor(math.log(abs(value)) / (math.log1p(rtol) / _BINS))
-    return math.floor(value / (atol / _BINS))
+        return math.floor(math.log(abs(value)) / (math.log1p(rtol) / bins))
+    return math.floor(value / (atol / bins))
 
 
-def _seal_number(salt: str, value: float, rtol: float, atol: float) -> str:
+def _seal_number(salt: str, value: float, rtol: float, atol: float, bins: int = ELEMENT_BINS) -> str:
     regime = _regime(value, rtol, atol)
     if regime == "x":
         return "x" + _digest(salt, _exact_text(value))
     sign = "-" if value < 0 else "+"
-    text = f"{regime}{sign if regime == 'r' else ''}{_bin(value, regime, rtol, atol)}"
+    text = f"{regime}{sign if regime == 'r' else ''}{_bin(value, regime, rtol, atol, bins)}"
     return regime + _digest(salt, text)
 
 
@@ -91,17 +94,17 @@ def _octave(value: float) -> str:
     return ("+" if value > 0 else "-") + str(math.floor(4 * math.log2(abs(value))))
 
 
-def _number_matches(salt: str, token: str, x: float, rtol: float, atol: float) -> bool:
+def _number_matches(salt: str, token: str, x: float, rtol: float, atol: float, bins: int = ELEMENT_BINS) -> bool:
     regime, digest = token[0], token[1:]
     if regime == "x" or not math.isfinite(x):
         return regime == "x" and _digest(salt, _exact_text(x)) == digest
     if regime == "r":
         if x == 0:
             return False
-        sign, b = ("-" if x < 0 else "+"), _bin(x, "r", rtol, atol)
-        return any(_digest(salt, f"r{sign}{k}") == digest for k in range(b - _BINS, b + _BINS + 1))
-    b = _bin(x, "a", rtol, atol)
-    return any(_digest(salt, f"a{k}") == digest for k in range(b - _BINS, b + _BINS + 1))
+        sign, b = ("-" if x < 0 else "+"), _bin(x, "r", rtol, atol, bins)
+        return any(_digest(salt, f"r{sign}{k}") == digest for k in range(b - bins, b + bins + 1))
+    b = _bin(x, "a", rtol, atol, bins)
+    return any(_digest(salt, f"a{k}") == digest for k in range(b - bins, b + bins + 1))
 
 
 # ------------------------------------------------------------------------------ sealing (writer)
@@ -130,7 +133,7 @@ def seal(salt: str, value: Any, *, rtol: float = 0.0, atol: float = 0.0) -> Any:
         items = [seal(f"{salt}[{i}]", v, rtol=rtol, atol=atol) for i, v in enumerate(value)]
         return {_KIND: "tuple" if isinstance(value, tuple) else "list", "items": items}
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
-        return {_KIND: "number", "rtol": rtol, "atol": atol, "token": _seal_number(salt, float(value), rtol, atol),
+        return {_KIND: "number", "rtol": rtol, "atol": atol, "token": _seal_number(salt, float(value), rtol, atol, NUMBER_BINS),
                 "octave": _digest(salt + "#octave", _octave(float(value)))}
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return {_KIND: "exact", "token": "x" + _digest(salt, _exact_text(value)),
@@ -172,7 +175,7 @@ class SealedNumber:
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
             return False
-        return _number_matches(self.salt, self.token, float(got), self.rtol, self.atol)
+        return _number_matches(self.salt, self.token, float(got), self.rtol, self.atol, NUMBER_BINS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,7 +307,9 @@ def mismatch(got: torch.Tensor, expected: Any, *, rtol: float = 0.0, atol: float
     g = got.detach().cpu().to(e.dtype)
     if not (e.is_floating_point() or e.is_complex()) or (rtol == 0 and atol == 0):
         return ~((g == e) | (torch.isnan(g) & torch.isnan(e)))
-    return ~torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    # as the seal (and ``within``): |got - expected| <= max(atol, rtol·|expected|)
+    ok = (g - e).abs() <= torch.clamp(rtol * e.abs(), min=atol)
+    return ~(ok | (g == e) | (torch.isnan(g) & torch.isnan(e)))
 
 
 def close(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0) -> bool:
@@ -324,5 +329,6 @@ def close(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0) -> b
     if isinstance(expected, numbers.Real) and not isinstance(expected, (bool, numbers.Integral)):
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
             return False
-        return abs(float(got) - float(expected)) <= atol + rtol * abs(float(expected)) or float(got) == float(expected)
+        # as ``lectorch.exercises.within`` and the seal: |got - expected| <= max(rtol·|expected|, atol)
+        return abs(float(got) - float(expected)) <= max(atol, rtol * abs(float(expected))) or float(got) == float(expected)
     return got == expected
