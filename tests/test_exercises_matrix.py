@@ -40,6 +40,14 @@ import test_exercises_views as tv  # noqa: E402
 from lectorch.exercises.optim import optimizer_trainer  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # tiny tensors: a thread pool only costs time (and shared cores thrash)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @functools.lru_cache(maxsize=None)
 def _hidden(ex_id: str) -> list:
     topic = ex_id.split("-", 1)[0]
