@@ -395,3 +395,12 @@ def test_practice_check_and_grader_agree_on_the_matrix(ex_id, index, correct):
     else:
         assert not practised(ex_id, answer)
         assert not graded(ex_id, answer)
+
+
+def test_the_public_cases_seals_are_in_step_with_grading():
+    """``_case_seals.py`` is what ``python -m grading.case_seals`` writes from the references now
+    (re-run it after changing a public case or a reference)."""
+    from grading.case_seals import case_seals
+    from lectorch.exercises._case_seals import CASES
+
+    assert case_seals() == CASES
