@@ -21,6 +21,7 @@ results, expected values), generated from a secret seed; ``tools/grading_bundle.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import datetime as _dt
 import hashlib
 import importlib.util
@@ -37,7 +38,7 @@ GRADING_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
 #: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "sandbox", "seals"}
+_NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "sandbox", "seals"}
 
 
 # --------------------------------------------------------------------------- grading modules
@@ -222,7 +223,10 @@ def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping 
         ex = registry[ex_id]
         rng = grading_rng(seed, ex_id)
         if ex.kind == "function":
-            cases = list(ex.cases)
+            from grading.case_seals import expected_of, references
+
+            refs = references(modules)  # the package holds only seals of the public cases' results
+            cases = [dataclasses.replace(c, expected=expected_of(refs, ex_id, c)) for c in ex.cases]
             if ex.generate is not None:
                 cases += list(ex.generate(rng))
             cases += hidden_cases(modules, ex_id, rng)

@@ -5,6 +5,7 @@ Not part of the student package. Values are computed here from torch's own count
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import torch
@@ -42,16 +43,72 @@ EXPECTED = {
 }
 
 
+# --- references: the expected results of the function exercises, from torch itself --------------
+
+
+def counted_backward(batch: int, widths, input_requires_grad: bool) -> ex._Backward:
+    """Backward FLOPs counted by FlopCounterMode on the meta device (torch's own count), with the
+    counts of the slips: the forward pass, every input's gradient, forward plus backward."""
+    from lectorch.backprop import make_mlp, measured_flops
+
+    with torch.device("meta"):
+        model = make_mlp(list(widths))
+        x = torch.empty(batch, widths[0])
+    x.requires_grad_(input_requires_grad)
+    m = measured_flops(model, x)
+    x_grad = measured_flops(model, x.detach().requires_grad_(True))
+    return ex._Backward(m.backward, m.forward, x_grad.backward, m.forward + m.backward)
+
+
+def skip_grads_autograd(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor):
+    """(∂w1, ∂w2) of ((relu(x @ w1) + x) @ w2).sum(), by autograd."""
+    w1, w2 = w1.clone().requires_grad_(True), w2.clone().requires_grad_(True)
+    ((torch.relu(x @ w1) + x) @ w2).sum().backward()
+    return w1.grad, w2.grad
+
+
+REFERENCE = {
+    "backprop-mlp-backward": lambda case: counted_backward(*case.args, **case.kwargs),
+    "backprop-skip-grads": lambda case: skip_grads_autograd(*case.args),
+}
+
+
+def _with_expected(exercise_id: str, cases: list) -> list:
+    return [dataclasses.replace(c, expected=REFERENCE[exercise_id](c)) for c in cases]
+
+
+def random_mlp_cases(rng: random.Random, n: int = 3) -> list:
+    cases = []
+    for _ in range(n):
+        depth = rng.randint(1, 5)
+        widths = [rng.randint(1, 300) for _ in range(depth + 1)]
+        batch = rng.randint(1, 64)
+        grad = rng.random() < 0.5
+        cases.append(ex.backward_case(batch, widths, grad, f"random widths {widths}, batch {batch}, "
+                                      f"input_requires_grad={grad}"))
+    return cases
+
+
+def random_skip_cases(rng: random.Random, n: int = 3) -> list:
+    out = []
+    for _ in range(n):
+        b, d, k = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
+        out.append(ex.skip_case(rng.randrange(2**31), b, d, k, f"random integers, B={b}, D={d}, K={k}"))
+    return out
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     if exercise_id == "backprop-mlp-backward":
-        return [ex.backward_case(3, [17, 1, 40, 9], False, "a bottleneck of width 1"),
-                ex.backward_case(128, [1024, 4096, 1024], True, "a wide MLP block, x requires grad"),
-                ex.backward_case(5, [2, 3, 4, 5, 6, 7, 8], False, "six layers of growing width"),
-                *ex.random_mlp_cases(rng, 4)]
+        return _with_expected(exercise_id, [
+            ex.backward_case(3, [17, 1, 40, 9], False, "a bottleneck of width 1"),
+            ex.backward_case(128, [1024, 4096, 1024], True, "a wide MLP block, x requires grad"),
+            ex.backward_case(5, [2, 3, 4, 5, 6, 7, 8], False, "six layers of growing width"),
+            *random_mlp_cases(rng, 4)])
     if exercise_id == "backprop-skip-grads":
-        return [ex.skip_case(100, 1, 1, 1, "1×1 matrices"),
-                ex.skip_case(101, 8, 4, 1, "one output"),
-                *ex.random_skip_cases(rng, 5)]
+        return _with_expected(exercise_id, [
+            ex.skip_case(100, 1, 1, 1, "1×1 matrices"),
+            ex.skip_case(101, 8, 4, 1, "one output"),
+            *random_skip_cases(rng, 5)])
     return []
 
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)

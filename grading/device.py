@@ -62,7 +62,12 @@ def _events(rng: random.Random) -> list[Case]:
                 events.append(("alloc", f"t{i}", shape, rng.choice(["fp32", "bf16", "fp16", "int64", "int8"])))
                 names.append(f"t{i}")
         fixed.append(events)
-    return [Case(args=(e,), expected=predict_readings(e), description="hidden events") for e in fixed]
+    return [Case(args=(e,), expected=readings(e), description="hidden events") for e in fixed]
+
+
+def readings(events) -> dict:
+    final, peak = predict_readings(events)
+    return {"final": final, "peak": peak}
 
 
 def _streams(rng: random.Random) -> list[Case]:
@@ -73,6 +78,8 @@ def _streams(rng: random.Random) -> list[Case]:
 
 
 HIDDEN = {"device-allocated-peak": _events, "device-timing-debug": _streams}
+
+REFERENCE = {"device-allocated-peak": lambda case: readings(*case.args)}
 
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
 SLIPS = {

@@ -5,6 +5,8 @@ Not part of the student package. The crossover is counted by FlopCounterMode on 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 
 import torch
@@ -54,17 +56,72 @@ EXPECTED = {
 }
 
 
+# --- references: the expected results of the function exercises, from torch itself --------------
+
+
+def gqa_reference(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """torch's meaning of grouped-query attention (as in ``scaled_dot_product_attention(...,
+    enable_gqa=True)``): each K head is repeated for its group of consecutive query heads."""
+    group = q.shape[-3] // k.shape[-3]
+    k_full = k.repeat_interleave(group, dim=-3)
+    return q @ k_full.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def gqa_results(case) -> dict:
+    q, k = case.args
+    scores = gqa_reference(q, k)
+    return {"scores": scores, "direction": scores.double() / scores.double().norm()}
+
+
+REFERENCE = {
+    "einsum-gqa-scores": gqa_results,
+    "einsum-center-tokens": lambda case: case.args[0] - case.args[0].mean(dim=-1, keepdim=True),
+}
+
+
+def _with_expected(exercise_id: str, cases: list) -> list:
+    out = []
+    for c in cases:
+        result = REFERENCE[exercise_id](c)
+        out.append(dataclasses.replace(c, expected={**c.expected, **result} if isinstance(c.expected, dict) else result))
+    return out
+
+
+def random_gqa_cases(rng: random.Random, n: int = 3) -> list:
+    cases = []
+    for _ in range(n):
+        kv, group = rng.randint(1, 4), rng.randint(1, 4)
+        dims = (rng.randint(1, 3), kv * group, kv, rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 8))
+        cases.append(ex.gqa_case(*dims, f"random sizes (batch, heads, kv_heads, seq1, seq2, hidden) = {dims}",
+                                 seed=rng.randrange(2**31)))
+    return cases
+
+
+def random_center_cases(rng: random.Random, n: int = 3) -> list:
+    cases = []
+    for _ in range(n):
+        if rng.random() < 0.5:
+            side = rng.randint(2, 6)
+            shape = (side, side, side)  # where the bug runs silently
+        else:
+            shape = (rng.randint(1, 4), rng.randint(2, 9), rng.randint(2, 9))
+        cases.append(ex.center_case(shape, f"a random {shape} tensor", seed=rng.randrange(2**31)))
+    return cases
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     if exercise_id == "einsum-gqa-scores":
-        return [ex.gqa_case(1, 8, 1, 4, 6, 4, "one key head for all (multi-query attention)", seed=10),
-                ex.gqa_case(2, 6, 2, 5, 5, 5, "seq1 == seq2 == hidden", seed=11),
-                ex.gqa_case(1, 4, 2, 1, 7, 3, "a single query token", seed=12),
-                *ex.random_gqa_cases(rng, 3)]
+        return _with_expected(exercise_id, [
+            ex.gqa_case(1, 8, 1, 4, 6, 4, "one key head for all (multi-query attention)", seed=10),
+            ex.gqa_case(2, 6, 2, 5, 5, 5, "seq1 == seq2 == hidden", seed=11),
+            ex.gqa_case(1, 4, 2, 1, 7, 3, "a single query token", seed=12),
+            *random_gqa_cases(rng, 3)])
     if exercise_id == "einsum-center-tokens":
-        return [ex.center_case((3, 3, 3), "a cube", seed=10),
-                ex.center_case((1, 1, 5), "one token", seed=11),
-                ex.center_case((2, 5, 5), "seq == hidden", seed=12),
-                *ex.random_center_cases(rng, 3)]
+        return _with_expected(exercise_id, [
+            ex.center_case((3, 3, 3), "a cube", seed=10),
+            ex.center_case((1, 1, 5), "one token", seed=11),
+            ex.center_case((2, 5, 5), "seq == hidden", seed=12),
+            *random_center_cases(rng, 3)])
     return []
 
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)

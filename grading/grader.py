@@ -42,6 +42,14 @@ def _refusals() -> dict[str, dict]:
 _REFUSALS: dict[str, dict] | None = None
 
 
+def _runners() -> dict[str, str]:
+    """Each exercise's runner ("module:name" in lectorch.exercises): the sandbox calls the answer
+    through it, as the checker does (a timer's calls on a simulated device are logged and judged)."""
+    from lectorch.exercises import runners
+
+    return runners()
+
+
 @dataclass
 class Chapter:
     """A reference chapter: its check calls ``(exercise id, answer expression)``."""
@@ -134,7 +142,7 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
                                   f'the check cell was deleted or changed: restore lectorch.check("{ex_id}", {expr})')
             continue
         plan_items.append({"index": index, "id": ex_id, "expr": expr, "kind": entry["kind"], "inputs": None,
-                           "refuse": _refusals().get(ex_id)})
+                           "refuse": _refusals().get(ex_id), "runner": _runners().get(ex_id)})
         if entry["kind"] == "function":
             inputs[index] = [{"args": c["args"], "kwargs": c["kwargs"], "call": c.get("call")} for c in entry["cases"]]
     if not plan_items:

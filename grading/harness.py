@@ -200,7 +200,22 @@ def _refusing(spec: dict | None):
     return refusing(spec["names"], spec["what"], no_tensors=spec.get("no_tensors", False))
 
 
-def _call(fn, args, kwargs, seconds: float, refuse: dict | None = None) -> dict:
+def _runner(name: str | None):
+    """The exercise's runner ``"module:name"`` from the sandbox's own lectorch.exercises, or None."""
+    if not name:
+        return None
+    import importlib
+
+    module, _, attr = name.partition(":")
+    if not module.startswith("lectorch.exercises."):
+        raise ValueError(f"a runner must come from lectorch.exercises, got {name!r}")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _call(fn, args, kwargs, seconds: float, refuse: dict | None = None, runner: str | None = None) -> dict:
+    """Call the student's ``fn`` on one case (through the exercise's ``runner`` when it has one,
+    e.g. a timer on a simulated device: the result then carries the log of the calls made)."""
+    run = _runner(runner)
     use_alarm = seconds > 0 and hasattr(signal, "setitimer")
     try:
         if use_alarm:
@@ -208,7 +223,7 @@ def _call(fn, args, kwargs, seconds: float, refuse: dict | None = None) -> dict:
             signal.setitimer(signal.ITIMER_REAL, seconds)
         try:
             with _refusing(refuse):
-                got = fn(*args, **kwargs)
+                got = run(fn, args, kwargs) if run is not None else fn(*args, **kwargs)
         finally:
             if use_alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -258,7 +273,8 @@ def collect(namespace: dict, plan_path: str, out_dir: str, only: list[str] | Non
                         except Exception as err:  # noqa: BLE001 - e.g. the student replaced a class
                             cases.append({"input_error": str(err)[:_MAX_MESSAGE]})
                             continue
-                        cases.append(_call(answer, args, kwargs, plan.get("case_timeout", 0), item.get("refuse")))
+                        cases.append(_call(answer, args, kwargs, plan.get("case_timeout", 0), item.get("refuse"),
+                                           item.get("runner")))
                     record["cases"] = cases
             else:
                 record["value"] = to_plain(answer)

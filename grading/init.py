@@ -5,12 +5,14 @@ Not part of the student package.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
 import torch
 from torch import nn
 
+from lectorch import init as lectorch_init
 from lectorch.exercises import init as ex
 
 DIM, LAYERS, OUT = 768, 12, 10
@@ -37,17 +39,61 @@ EXPECTED = {
 }
 
 
+# --- references: the expected results of the function exercises ---------------------------------
+
+
+def truncated_std(case) -> dict:
+    """The std of N(0, 1/fan_in) cut at ±3 std (lectorch's Linear layout: fan_in = shape[0])."""
+    fan_in = case.expected["shape"][0]
+    return {"truncated_std": lectorch_init.truncated_std_factor(3.0) / math.sqrt(fan_in)}
+
+
+def leaky_std_torch(fan_in: int, slope: float) -> float:
+    """torch's own answer: the gain for leaky_relu over sqrt(fan_in)."""
+    return nn.init.calculate_gain("leaky_relu", slope) / math.sqrt(fan_in)
+
+
+REFERENCE = {
+    "init-fix-trunc": truncated_std,
+    "init-leaky-std": lambda case: leaky_std_torch(*case.args),
+}
+
+
+def _with_expected(exercise_id: str, cases: list) -> list:
+    out = []
+    for c in cases:
+        result = REFERENCE[exercise_id](c)
+        out.append(dataclasses.replace(c, expected={**c.expected, **result} if isinstance(c.expected, dict) else result))
+    return out
+
+
+def random_trunc_cases(rng: random.Random, n: int = 2) -> list:
+    cases = []
+    for _ in range(n):
+        fan_in = 2 ** rng.randint(3, 13)
+        fan_out = max(1, 2 ** 16 // fan_in)
+        cases.append(ex.trunc_case((fan_in, fan_out), rng.randrange(2**31), f"a random {fan_in}×{fan_out} weight"))
+    return cases
+
+
+def random_leaky_cases(rng: random.Random, n: int = 3) -> list:
+    return [ex.leaky_case(f := rng.randint(2, 8192), s := round(rng.uniform(0.0, 1.0), 3),
+                          f"fan_in {f}, slope {s}") for _ in range(n)]
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     if exercise_id == "init-fix-trunc":
-        return [ex.trunc_case((16, 4096), 10, "a 16×4096 weight: fan_in 16"),
-                ex.trunc_case((1024, 64), 11, "a 1024×64 weight"),
-                ex.trunc_case((300, 300), 12, "a 300×300 weight"),
-                *ex.random_trunc_cases(rng, 3)]
+        return _with_expected(exercise_id, [
+            ex.trunc_case((16, 4096), 10, "a 16×4096 weight: fan_in 16"),
+            ex.trunc_case((1024, 64), 11, "a 1024×64 weight"),
+            ex.trunc_case((300, 300), 12, "a 300×300 weight"),
+            *random_trunc_cases(rng, 3)])
     if exercise_id == "init-leaky-std":
-        return [ex.leaky_case(1024, 0.0, "slope 0: a plain ReLU"),
-                ex.leaky_case(777, 1.0, "slope 1: no non-linearity at all"),
-                ex.leaky_case(1, 0.3, "fan_in 1"),
-                *ex.random_leaky_cases(rng, 4)]
+        return _with_expected(exercise_id, [
+            ex.leaky_case(1024, 0.0, "slope 0: a plain ReLU"),
+            ex.leaky_case(777, 1.0, "slope 1: no non-linearity at all"),
+            ex.leaky_case(1, 0.3, "fan_in 1"),
+            *random_leaky_cases(rng, 4)])
     return []
 
 

@@ -43,13 +43,51 @@ def log_softmax(logits):
     return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
 
 
+_DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
+           torch.float8_e5m2, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool)
+
+
+def meta_bytes(shape, dtype) -> int:
+    """Bytes of a dense tensor, as torch itself counts them (on the meta device: nothing allocated)."""
+    t = torch.empty(shape, dtype=dtype, device="meta")
+    return t.numel() * t.element_size()
+
+
+def torch_log_probs(x) -> torch.Tensor:
+    return torch.log_softmax(x.float(), dim=-1)
+
+
+REFERENCE = {
+    "precision-tensor-bytes": lambda case: meta_bytes(*case.args),
+    "precision-log-softmax": lambda case: torch_log_probs(case.args[0]),
+}
+
+
 def _tensor_cases(rng: random.Random) -> list[Case]:
     out = []
     for shape, dtype in [((3, 0, 5), torch.float64), ((1,), torch.bool), ((12288, 4 * 12288), torch.float32),
                          ((2, 2, 2, 2, 2), torch.float8_e5m2), ((), torch.int64), ((100, 3), torch.int8)]:
-        t = torch.empty(shape, dtype=dtype, device="meta")
-        out.append(Case(args=(shape, dtype), expected=t.numel() * t.element_size(), description="a hidden tensor"))
+        out.append(Case(args=(shape, dtype), expected=meta_bytes(shape, dtype), description="a hidden tensor"))
+    for _ in range(6):
+        shape = tuple(rng.choice([0, 1, 2, 3, 7, 64, 1000, 4096]) for _ in range(rng.randint(0, 4)))
+        dtype = rng.choice(_DTYPES)
+        out.append(Case(args=(shape, dtype), expected=meta_bytes(shape, dtype), description=f"shape {shape}, {dtype}"))
     return out
+
+
+def _random_logits(rng: random.Random, n: int = 4) -> list[Case]:
+    cases = []
+    for _ in range(n):
+        g = torch.Generator().manual_seed(rng.randrange(2**31))
+        dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
+        shape = (rng.randint(1, 6), rng.randint(1, 40)) if rng.random() < 0.7 else (
+            rng.randint(1, 3), rng.randint(1, 4), rng.randint(2, 20))
+        limit = 3e4 if dtype == torch.float16 else 1e4
+        offsets = (torch.rand(shape[:-1] + (1,), generator=g) * 2 - 1) * limit
+        spread = rng.choice([1.0, 10.0, 1e3])
+        x = (offsets + torch.randn(shape, generator=g) * spread).to(dtype)
+        cases.append(Case(args=(x,), expected=torch_log_probs(x), description=f"random {dtype} logits"))
+    return cases
 
 
 def _logit_cases(rng: random.Random) -> list[Case]:
@@ -61,7 +99,7 @@ def _logit_cases(rng: random.Random) -> list[Case]:
         torch.randn(4, 3, 9, generator=g) * 1e4,
         torch.tensor([[-1e4, -1e4 + 1, -1e4 + 2]]),  # every logit very negative: exp underflows
     ]
-    return [Case(args=(x,), expected=torch.log_softmax(x.float(), dim=-1), description="hidden logits") for x in xs]
+    return [Case(args=(x,), expected=torch_log_probs(x), description="hidden logits") for x in xs] + _random_logits(rng)
 
 
 HIDDEN = {"precision-tensor-bytes": _tensor_cases, "precision-log-softmax": _logit_cases}

@@ -6,13 +6,15 @@ the exercise; HFU uses the dense bf16 peak of lectorch's spec table.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from lectorch import hardware
 from lectorch.exercises import scale as ex
 from lectorch.flops import count_flops
 from lectorch.models import TinyLM
-from lectorch.train import lm_loss
+from lectorch.step_memory import saved_tensors
+from lectorch.train import lm_loss, predicted_saved_bytes
 
 
 def _step_flops(checkpointing: bool) -> int:
@@ -36,12 +38,53 @@ EXPECTED = {
 }
 
 
+# --- the reference of scale-saved-bytes: what autograd really saves ------------------------------
+
+
+def measured_saved_bytes(batch_size: int, context_length: int, dim: int, num_layers: int,
+                         vocab_size: int, checkpointing: bool = False) -> int:
+    """What autograd really saves for one fp32 forward pass of a TinyLM and its loss, counted by
+    ``saved_tensors_hooks`` (parameters left out).
+
+    >>> measured_saved_bytes(1, 2, 8, 1, 8) == predicted_saved_bytes(1, 2, 8, 1, 8)
+    True
+    """
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = TinyLM(vocab_size, dim, num_layers, checkpointing=checkpointing)
+    ids = torch.randint(vocab_size, (batch_size, context_length), generator=g)
+    targets = torch.randint(vocab_size, (batch_size, context_length), generator=g)
+    saved = saved_tensors(lambda: lm_loss(model(ids), targets), parameters=list(model.parameters()))
+    return int(saved.activation_bytes)
+
+
+def saved_case(b, t, d, n, v, checkpointing, description="", *, measure: bool = True):
+    """A case with its expected bytes: measured on a real model, or (``measure=False``, for a
+    model too large to run) lectorch's formula, which the tests check against the measurement."""
+    case = ex.saved_case(b, t, d, n, v, checkpointing, description)
+    count = measured_saved_bytes if measure else predicted_saved_bytes
+    return dataclasses.replace(case, expected=count(b, t, d, n, v, checkpointing=checkpointing))
+
+
+def random_saved_cases(rng: random.Random, count: int) -> list:
+    """``count`` random shapes, each measured with saved_tensors_hooks (torch is the reference)."""
+    return [saved_case(rng.randint(1, 4), rng.randint(1, 8), rng.choice([4, 8, 12]),
+                       rng.randint(1, 3), rng.choice([5, 16, 33]), rng.random() < 0.5)
+            for _ in range(count)]
+
+
+REFERENCE = {"scale-saved-bytes": lambda case: measured_saved_bytes(*case.args, **case.kwargs)}
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     if exercise_id == "scale-saved-bytes":
-        return [ex.saved_case(3, 5, 8, 2, 7, True, measure=True),
-                ex.saved_case(2, 4, 4, 3, 50, False, measure=True),
-                ex.saved_case(4, 2048, 4096, 32, 128_256, True, "a Llama-sized stack, checkpointed"),
-                *ex.random_saved_cases(rng, 3)]
+        return [saved_case(3, 5, 8, 2, 7, True),
+                saved_case(2, 4, 4, 3, 50, False),
+                saved_case(4, 2048, 4096, 32, 128_256, True, "a Llama-sized stack, checkpointed", measure=False),
+                *random_saved_cases(rng, 3)]
     return []
 
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import lectorch
-from lectorch.exercises import Sealed, get_exercise, run_case
+from lectorch.exercises import compare, Sealed, get_exercise, run_case
 from lectorch.exercises import flops as ex_flops
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -101,10 +101,9 @@ def test_hidden_cases_pass_the_reference():
                         ("flops-honest-timer", time_call)]:
         ex = get_exercise(ex_id)
         for case in g.hidden_cases(ex_id, random.Random(0)):
-            kind, got = run_case(good, case)
+            kind, got = run_case(good, case, ex)  # with the exercise: its runner, its refusals
             assert kind == "returned", case.description
-            problem = ex.compare(got, case.expected) if ex.compare else (
-                None if math.isclose(got, case.expected, rel_tol=ex.rtol) else "differs")
+            problem = compare(ex, got, case.expected)  # the grader's plain expected values
             assert problem is None, (case.description, problem)
 
 
@@ -120,7 +119,7 @@ def test_hidden_cases_pass_the_reference():
         ("flops-time-ratio", 4, "bytes moved"),
         ("flops-time-ratio", 1 / 8, "upside down"),
         ("flops-time-ratio", 2, "too small by a factor of about"),
-        ("flops-honest-timer", time_call_stub, "clock stopped before"),
+        ("flops-honest-timer", time_call_stub, "clock stopped while"),
         ("flops-honest-timer", synced_mean, "one-off slow call"),
         ("flops-honest-timer", cold_median, "cold calls"),
     ],

@@ -71,7 +71,7 @@ def test_saved_bytes_wrong_variants_are_rejected(variant):
 
 
 def test_saved_bytes_measured_cases_agree_with_the_formula():
-    for case in ex.random_saved_cases(random.Random(3), 4):
+    for case in grading.random_saved_cases(random.Random(3), 4):
         assert case.expected == predicted_saved_bytes(*case.args, **case.kwargs)
 
 

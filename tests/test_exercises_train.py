@@ -155,7 +155,7 @@ def test_lr_expected_values_come_from_torch_and_agree_with_lectorch():
 
     for step in (0, 5, 10, 11, 57, 100, 140):
         want = cosine_lr(step, max_lr=1e-3, min_lr=1e-4, warmup_steps=10, total_steps=100)
-        assert math.isclose(ex.torch_cosine_lr(step, 1e-3, 1e-4, 10, 100), want, rel_tol=1e-9)
+        assert math.isclose(grading.torch_cosine_lr(step, 1e-3, 1e-4, 10, 100), want, rel_tol=1e-9)
 
 
 # ------------------------------------------------------------------ debug: gradient accumulation

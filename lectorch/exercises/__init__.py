@@ -355,7 +355,7 @@ _REGISTRY: dict[str, Exercise] = {}
 _LOADED = False
 _FAILURES: dict[str, int] = {}
 _ORIGIN: dict[str, str] = {}
-_NOT_CHAPTERS = {"seal", "refuse"}
+_NOT_CHAPTERS = {"seal", "refuse", "sealed_cases"}
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -415,6 +415,17 @@ def refused_names(ex: Exercise) -> tuple[str, ...]:
                         and v is not ex.runner  # the checker's own runner calls the answer
                         and n not in getattr(module, "SNIPPETS", ()))  # the buggy code as given
     return tuple(names)
+
+
+def runners() -> dict[str, str]:
+    """``"module:name"`` of each exercise's runner (e.g. a timer run on a simulated device, whose
+    calls are logged), so that a grader's sandbox runs the answer the way the checker does.
+
+    >>> runners()["flops-honest-timer"]
+    'lectorch.exercises.flops:traced_call'
+    """
+    return {ex_id: f"{ex.runner.__module__}:{ex.runner.__qualname__}"
+            for ex_id, ex in exercises().items() if ex.runner is not None}
 
 
 def refusals() -> dict[str, dict]:
@@ -638,6 +649,10 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
         return _compare_sealed(ex, got, expected)
     if ex.compare is not None:
         return ex.compare(got, expected)
+    from lectorch.exercises import sealed_cases
+
+    if sealed_cases.is_sealed(expected):  # a public case's result, known by its seal only
+        return _compare_sealed_case(ex, got, expected)
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return f"expected a tensor, got {type(got).__name__}."
@@ -677,6 +692,34 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
     if got == expected:
         return None
     return f"{_short(got)} is not the expected answer."
+
+
+def _compare_sealed_case(ex: Exercise, got: Any, sealed: Any) -> str | None:
+    """A public case's sealed number: agreement, a ratio slip, else "not right" (no factor: the
+    seal of a case's result has no octave)."""
+    if sealed.matches(got):
+        return None
+    x = _as_real(got)
+    if x is None:
+        return f"expected a number, got {_short(got)}."
+    if not math.isfinite(x):
+        return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
+    for slip_ratio, slip in ex.slips.items():
+        if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(x / slip_ratio):
+            return f"{_short(got)} is not right: {slip}"
+    d = sealed.octaves_off(x)
+    if d:
+        return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
+    return f"{_short(got)} is not the expected result ({_case_tolerance_text(ex)})."
+
+
+def _case_tolerance_text(ex: Exercise) -> str:
+    rtol, atol = ex.rtol, ex.atol
+    if not rtol and not atol:
+        return "exactly"
+    parts = ([f"±{rtol * 100:.3g} %" if rtol >= 1e-3 else f"a relative ±{rtol:.1g}"] if rtol else []) + (
+        [f"±{atol:g}"] if atol else [])
+    return "allowed: " + " plus ".join(parts)
 
 
 def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:

@@ -6,7 +6,8 @@
 - ``flops-honest-timer`` (debug): a timing function without warm-up, synchronisation or a robust
   statistic, run against a simulated asynchronous device.
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/flops.py``.
+Expected values are sealed; the plain values, the references of the function cases and the
+hidden cases live in ``grading/flops.py``.
 """
 
 from __future__ import annotations
@@ -17,25 +18,14 @@ import random
 from typing import Any
 
 from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.exercises.sealed_cases import close, how_far, public_cases
 from lectorch.hardware import get_gpu
 
 
 # --- 1. MFU from a measured time (warm-up) ----------------------------------------------------------
 def mfu_case(B, D, K, seconds, peak, description: str) -> Case:
-    return Case(args=(B, D, K, seconds, peak), expected=2 * B * D * K / seconds / peak,
-                description=description)
-
-
-def random_mfu_cases(rng: random.Random, n: int = 3) -> list[Case]:
-    gpus = ["H100 SXM", "A100", "L4", "B200"]
-    cases = []
-    for _ in range(n):
-        gpu = get_gpu(rng.choice(gpus))
-        B, D, K = (2 ** rng.randint(6, 14) for _ in range(3))
-        peak = gpu.peak_flops("bf16")
-        seconds = 2 * B * D * K / (peak * rng.uniform(0.05, 0.9))
-        cases.append(mfu_case(B, D, K, seconds, peak, f"({B}, {D}) @ ({D}, {K}) in bf16 on {gpu.name}"))
-    return cases
+    """A case; its expected MFU is the grader's (sealed in the package)."""
+    return Case(args=(B, D, K, seconds, peak), description=description)
 
 
 _H100 = get_gpu("H100 SXM")
@@ -55,52 +45,38 @@ register(
             "torch.utils.flop_counter.FlopCounterMode",
         ),
         hint="FLOPs of a (B, D) @ (D, K) matmul are 2·B·D·K; divide by the seconds, then by the peak.",
-        rtol=8 * 2.0**-23,  # fp32 arithmetic of the formula passes: a few roundings of float32
+        rtol=1e-6,  # fp32 arithmetic of the formula passes: a few roundings of float32 (8 ulps ≈ 1e-6)
         slips={
             0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·B·D·K, not B·D·K.",
             1e-12: "keep everything in FLOP and FLOP/s (not TFLOP or TFLOP/s).",
         },
-        cases=(mfu_case(8192, 8192, 8192, 1.6e-3, _H100.peak_flops("bf16"), "a square bf16 matmul on an H100"),
-               mfu_case(256, 256, 256, 1e-3, 1e12, "a small matmul on a 1 TFLOP/s device")),
-        generate=random_mfu_cases,
+        cases=public_cases("flops-mfu-from-time", (
+            mfu_case(8192, 8192, 8192, 1.6e-3, _H100.peak_flops("bf16"), "a square bf16 matmul on an H100"),
+            mfu_case(256, 256, 256, 1e-3, 1e12, "a small matmul on a 1 TFLOP/s device"),
+            mfu_case(4096, 512, 2048, 2.5e-5, get_gpu("A100").peak_flops("bf16"), "a rectangular matmul on an A100"))),
+        summary=("runs your function on 3 matmuls (hidden ones when graded): the MFU within a relative "
+                 "±1e-6 (fp32 arithmetic of the formula passes)"),
     )
 )
 
 
 # --- 2. the smallest compute-bound square matmul ---------------------------------------------------
 def smallest_n_case(peak, bandwidth, bytes_per_element, description: str) -> Case:
-    """Expected: the smallest n whose intensity 2n³ / (3n² · bytes) reaches peak / bandwidth,
-    found by bisection on the intensity itself (not by the closed form)."""
-    ridge = peak / bandwidth
-
-    def bound(n: int) -> bool:
-        return 2 * n**3 / (3 * n * n * bytes_per_element) >= ridge
-
-    lo, hi = 1, 1
-    while not bound(hi):
-        lo, hi = hi + 1, hi * 2
-    while lo < hi:  # bisect for the first n that is compute-bound
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if bound(mid) else (mid + 1, hi)
-    n = lo
-    return Case(args=(peak, bandwidth, bytes_per_element), expected=n, description=description)
+    """A case; its expected n (found by the grader by bisection on the intensity) is sealed."""
+    return Case(args=(peak, bandwidth, bytes_per_element), description=description)
 
 
 def _same_int(got, expected):
     if isinstance(got, bool) or not isinstance(got, numbers.Integral):
         return f"expected an int (a matrix size), got {type(got).__name__}; a size is a whole number."
-    if got == expected:
+    if close(got, expected["n"]):
         return None
-    return f"{got} is {'too large' if got > expected else 'too small'}."
-
-
-def random_smallest_n_cases(rng: random.Random, n: int = 3) -> list[Case]:
-    cases = []
-    for _ in range(n):
-        peak, bandwidth = 10 ** rng.uniform(11, 15), 10 ** rng.uniform(10, 12.5)
-        b = rng.choice([1, 2, 4])
-        cases.append(smallest_n_case(peak, bandwidth, b, f"a made-up processor, {b}-byte elements"))
-    return cases
+    if close(got + 1, expected["n"]):
+        return f"{got} is one too small: is the intensity at {got} really at the ridge point?"
+    if close(got - 1, expected["n"]):
+        return f"{got} is one too large: {got - 1} already reaches the ridge point."
+    far = how_far(got, expected["n"])
+    return f"{got} is {far}." if far else f"{got} is not the smallest compute-bound size."
 
 
 register(
@@ -119,10 +95,13 @@ register(
               "as peak / bandwidth."),
               "solve intensity(n) >= ridge for n, and round in the direction that keeps it true."),
         compare=_same_int,
-        cases=(smallest_n_case(_H100.peak_flops("bf16"), _H100.bandwidth_bytes_per_s, 2, "H100 SXM, bf16"),
-               smallest_n_case(get_gpu("A100").peak_flops("fp32"), get_gpu("A100").bandwidth_bytes_per_s, 4,
-                               "A100, fp32")),
-        generate=random_smallest_n_cases,
+        rtol=0.0,
+        cases=public_cases("flops-compute-bound-n", (
+            smallest_n_case(_H100.peak_flops("bf16"), _H100.bandwidth_bytes_per_s, 2, "H100 SXM, bf16"),
+            smallest_n_case(get_gpu("A100").peak_flops("fp32"), get_gpu("A100").bandwidth_bytes_per_s, 4,
+                            "A100, fp32"),
+            smallest_n_case(1e12, 1e11, 1, "a ridge point of 10 FLOP/byte, 1-byte elements"))),
+        summary="runs your function on 3 processors (hidden ones when graded), exactly",
     )
 )
 
@@ -159,10 +138,12 @@ class SimulatedDevice:
     ``run()`` queues work and returns at once; ``sync()`` waits until the queued work is done (the
     clock jumps ahead by it); ``clock()`` reads the time in seconds (each read costs 1 µs). The
     first ``cold`` calls are slow (allocation, kernel selection); the ``hiccup``-th call after the
-    clock was first read is slow too (another job on the machine). ``log`` records every call.
+    clock was first read is slow too (another job on the machine). ``log`` records every call:
+    ``("run", slow)``, ``("sync", 0.0)``, ``("clock", time, busy)`` (busy: work was still queued),
+    from which the checker and the grader judge a timer (:func:`judge_timing`).
 
     >>> dev = SimulatedDevice(0.004)
-    >>> dev.run(); dev.sync(); [event for event, _ in dev.log]
+    >>> dev.run(); dev.sync(); [entry[0] for entry in dev.log]
     ['run', 'sync']
     """
 
@@ -179,7 +160,7 @@ class SimulatedDevice:
         slow = self.calls <= self.cold or self.timed_calls == self.hiccup
         self.pending += self.slow_s if slow else self.steady_s
         self.now += 2e-6  # queueing a kernel is quick, not free
-        self.log.append(("run", self.pending))
+        self.log.append(("run", 1.0 if slow else 0.0))
 
     def sync(self) -> None:
         self.now += self.pending
@@ -190,13 +171,15 @@ class SimulatedDevice:
         if self.timed_calls is None:
             self.timed_calls = 0
         self.now += 1e-6
-        self.log.append(("clock", self.now))
+        self.log.append(("clock", self.now, 1.0 if self.pending else 0.0))
         return self.now
 
 
 def timer_case(steady_s: float, description: str, **kwargs) -> Case:
+    """A case: a fresh simulated device. The timer is judged by the calls it makes (its log), not
+    by a number the device holds, so the case has no expected value."""
     dev = SimulatedDevice(steady_s, **kwargs)
-    return Case(args=(dev.run, dev.sync, dev.clock), expected=steady_s, description=description)
+    return Case(args=(dev.run, dev.sync, dev.clock), description=description)
 
 
 def random_timer_cases(rng: random.Random, n: int = 2) -> list[Case]:
@@ -204,20 +187,66 @@ def random_timer_cases(rng: random.Random, n: int = 2) -> list[Case]:
                        cold=rng.randint(1, 2), hiccup=rng.randint(1, 3)) for _ in range(n)]
 
 
-def measured_per_call(log: list[tuple[str, float]]) -> list[float]:
-    """The seconds per call of every timed stretch in ``log``: between two clock reads, with at
-    least one call and a sync after the last one (what an honest timer can have measured)."""
-    times, start, runs, synced = [], None, 0, False
-    for event, value in log:
+def timed_stretches(log) -> list[tuple[float, float, int, bool]]:
+    """Every timed stretch of ``log`` (between two clock reads, with at least one call and a sync
+    after the last one: what a timer can have measured), as (seconds per call, seconds, calls,
+    clean). A stretch is clean when none of its calls was slow and no work was queued when its
+    clock started: then it measured warm calls only.
+
+    >>> dev = SimulatedDevice(0.004, cold=1)
+    >>> dev.run(); dev.sync(); t0 = dev.clock(); dev.run(); dev.sync(); t1 = dev.clock()
+    >>> [(round(per, 6), calls, clean) for per, _, calls, clean in timed_stretches(dev.log)]
+    [(0.004003, 1, True)]
+    """
+    out, start, start_busy, runs, synced, dirty = [], None, False, 0, False, False
+    for entry in log:
+        event, value = entry[0], entry[1]
         if event == "run":
-            runs, synced = runs + 1, False
+            runs, synced, dirty = runs + 1, False, dirty or bool(value)
         elif event == "sync":
             synced = True
         elif event == "clock":
             if start is not None and runs and synced:
-                times.append((value - start) / runs)
-            start, runs, synced = value, 0, False
-    return times
+                out.append(((value - start) / runs, value - start, runs, not dirty and not start_busy))
+            start, start_busy = value, bool(entry[2]) if len(entry) > 2 else False
+            runs, synced, dirty = 0, False, False
+    return out
+
+
+def _inside(x: float, values: list[float]) -> bool:
+    return bool(values) and min(values) * (1 - 1e-9) <= x <= max(values) * (1 + 1e-9)
+
+
+def judge_timing(got: Any, log, *, call: str = "fn()", sync: str = "sync()") -> str | None:
+    """The verdict on a timer from the calls it made: its number must be what clean stretches of
+    its own clock readings measured (warm calls, the device idle when the clock started, a sync
+    before the clock stopped). No number the simulated device holds is compared with."""
+    if log is None:
+        return "the checker runs your timer on its simulated device: pass the function itself."
+    if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
+        return f"expected a number of seconds, got {type(got).__name__} {got!r}."
+    if not any(entry[0] == "clock" for entry in log):
+        return "your function never read the clock it was given: a time must be measured."
+    stretches = timed_stretches(log)
+    if not stretches:
+        return (f"no stretch between two clock reads ran {call} and then {sync}: the clock stopped "
+                "while work was still queued (or measured nothing).")
+    clean = [per for per, _, _, ok in stretches if ok]
+    if _inside(got, clean):
+        return None
+    if any(calls > 1 and abs(got - total) <= 1e-9 * total for _, total, calls, _ in stretches):
+        return "that is the time of a whole timed loop: divide by the number of calls in it."
+    first_clock = next(i for i, entry in enumerate(log) if entry[0] == "clock")
+    warmed = any(entry[0] == "run" for entry in log[:first_clock])
+    slow = ("cold calls, one-off work (nothing ran before your first clock read): warm up, then "
+            f"{sync}, before reading the clock" if not warmed else
+            f"a one-off slow call (a hiccup) or work queued before the clock started ({sync} first): "
+            "time several trials one by one and return a statistic that one slow trial cannot move")
+    if not clean:
+        return f"every stretch you timed includes {slow}."
+    if _inside(got, [per for per, *_ in stretches]):
+        return f"your number is pulled by slow trials: {slow}."
+    return "the number you return is none of the times your own clock readings measured."
 
 
 def traced_call(answer, args, kwargs) -> dict:
@@ -228,29 +257,12 @@ def traced_call(answer, args, kwargs) -> dict:
     return {"returned": got, "log": list(device.log)}
 
 
-def _compare_time(got: Any, expected: float) -> str | None:
+def _compare_time(got: Any, expected: Any) -> str | None:
+    """Judged from the run's log only (``traced_call``): see :func:`judge_timing`."""
     log = None
     if isinstance(got, dict) and set(got) == {"returned", "log"}:
         got, log = got["returned"], got["log"]
-    if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
-        return f"expected a number of seconds, got {type(got).__name__} {got!r}."
-    if log is not None:
-        if not any(event == "clock" for event, _ in log):
-            return "your function never read the clock it was given: a time must be measured."
-        measured = measured_per_call(log)
-        if not measured:
-            return ("no stretch between two clock reads ran fn() and then sync(): the clock stopped "
-                    "before the device had finished (or measured nothing).")
-        if not min(measured) * (1 - 1e-9) <= got <= max(measured) * (1 + 1e-9):
-            return "the number you return is none of the times your own clock readings measured."
-    ratio = got / expected
-    if 0.8 <= ratio <= 1.25:
-        return None
-    if ratio < 0.8:
-        return ("your time is far shorter than the work takes: the clock stopped before the device "
-                "had finished (and did you read the clock you were given?).")
-    return ("your time is far longer than one warm call takes: cold calls, or a one-off slow call, "
-            "are in it.")
+    return judge_timing(got, log)
 
 
 register(
@@ -267,6 +279,8 @@ register(
         cases=(timer_case(0.004, "a simulated asynchronous device"),
                timer_case(0.003, "one cold call, a later hiccup", cold=1, hiccup=3)),
         generate=random_timer_cases,
-        summary="runs your timer on simulated asynchronous devices with cold calls and a hiccup",
+        summary=("runs your timer on simulated asynchronous devices with cold calls and a hiccup "
+                 "(hidden ones when graded), and judges the calls it makes: its number must be one "
+                 "that warm, synchronised trials of its own clock readings measured"),
     )
 )

@@ -1,34 +1,19 @@
 """Exercises of chapter 01, precision (dtypes).
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/precision.py``.
+Expected values are sealed; the plain values, the references of the function cases (torch's
+byte count and log_softmax) and the hidden cases live in ``grading/precision.py``.
 """
 
 from __future__ import annotations
 
-import random
 
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.exercises.sealed_cases import mismatch, public_cases
 
 _DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
            torch.float8_e5m2, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool)
-
-
-def _meta_bytes(shape, dtype) -> int:
-    """Bytes of a dense tensor, as torch itself counts them (on the meta device: nothing allocated)."""
-    t = torch.empty(shape, dtype=dtype, device="meta")
-    return t.numel() * t.element_size()
-
-
-def _random_tensor_cases(rng: random.Random) -> list[Case]:
-    cases = []
-    for _ in range(8):
-        shape = tuple(rng.choice([0, 1, 2, 3, 7, 64, 1000, 4096]) for _ in range(rng.randint(0, 4)))
-        dtype = rng.choice(_DTYPES)
-        cases.append(Case(args=(shape, dtype), expected=_meta_bytes(shape, dtype),
-                          description=f"shape {shape}, {dtype}"))
-    return cases
 
 
 register(
@@ -46,8 +31,9 @@ register(
         hint=("a tensor's bytes are its number of elements times the bytes of one element.",
               "an empty shape () is one element (a scalar); dtype.itemsize is the bytes of one element."),
         slips={8.0: "that is bits, not bytes: divide by 8."},
-        cases=tuple(
-            Case(args=(shape, dtype), expected=_meta_bytes(shape, dtype), description=desc)
+        rtol=0.0,
+        cases=public_cases("precision-tensor-bytes", tuple(
+            Case(args=(shape, dtype), description=desc)
             for shape, dtype, desc in [
                 ((4, 8), torch.float32, "a small float32 matrix"),
                 ((4 * 12288, 12288), torch.bfloat16, "a GPT-3 feed-forward matrix in bfloat16"),
@@ -55,8 +41,8 @@ register(
                 ((), torch.float16, "a 0-d tensor (a scalar)"),
                 ((0, 1024), torch.float32, "an empty tensor"),
             ]
-        ),
-        generate=_random_tensor_cases,
+        )),
+        summary="runs your function on 5 shapes and dtypes (hidden ones when graded), exactly",
     )
 )
 
@@ -98,27 +84,17 @@ register(
 )
 
 
-def _random_logits(rng: random.Random) -> list[Case]:
-    cases = []
-    for _ in range(6):
-        g = torch.Generator().manual_seed(rng.randrange(2**31))
-        dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
-        shape = (rng.randint(1, 6), rng.randint(1, 40)) if rng.random() < 0.7 else (
-            rng.randint(1, 3), rng.randint(1, 4), rng.randint(2, 20))
-        limit = 3e4 if dtype == torch.float16 else 1e4
-        offsets = (torch.rand(shape[:-1] + (1,), generator=g) * 2 - 1) * limit
-        spread = rng.choice([1.0, 10.0, 1e3])
-        x = (offsets + torch.randn(shape, generator=g) * spread).to(dtype)
-        cases.append(Case(args=(x,), expected=torch.log_softmax(x.float(), dim=-1),
-                          description=f"random {dtype} logits of shape {tuple(shape)}"))
-    return cases
+#: one tolerance, as torch.isclose: |got - expected| <= atol + rtol·|expected| (float32 arithmetic
+#: of the stable formula passes; the unstable one overflows or loses the bf16 digits)
+LOGSOFTMAX_RTOL, LOGSOFTMAX_ATOL = 1e-5, 1e-4
 
 
 def compare_log_probs(got, expected) -> str | None:
-    """Log-probabilities: a float32 tensor of the input's shape, finite, close to torch's."""
+    """Log-probabilities: a float32 tensor of the input's shape, finite, close to torch's
+    (``expected``: torch.log_softmax in float32, plain or its seal)."""
     if not isinstance(got, torch.Tensor):
         return f"return a tensor, got {type(got).__name__}."
-    if got.shape != expected.shape:
+    if tuple(got.shape) != tuple(expected.shape):
         return f"your result has shape {tuple(got.shape)}; it must have the input's shape."
     if got.dtype != torch.float32:
         return f"your result has dtype {got.dtype}; return float32 log-probabilities."
@@ -127,9 +103,10 @@ def compare_log_probs(got, expected) -> str | None:
     if not finite.all():
         return (f"{int((~finite).sum())} of your {got.numel()} log-probabilities are inf or NaN "
                 "(an overflow or a log of 0?).")
-    if not torch.allclose(got, expected, rtol=1e-5, atol=1e-4):
-        worst = (got - expected).abs().max().item()
-        return f"your log-probabilities are off by up to {worst:.3g} (allowed: about 1e-4)."
+    wrong = int(mismatch(got, expected, rtol=LOGSOFTMAX_RTOL, atol=LOGSOFTMAX_ATOL).sum())
+    if wrong:
+        return (f"{wrong} of your {got.numel()} log-probabilities are off by more than the tolerance "
+                "(1e-5 of the value, at least 1e-4).")
     return None
 
 
@@ -172,8 +149,10 @@ register(
               "each row may need its own constant; and bf16 keeps only 8 significant bits: in which "
               "precision should the arithmetic happen?"),
         compare=compare_log_probs,
-        cases=tuple(
-            Case(args=(x,), expected=torch.log_softmax(x.float(), dim=-1), description=desc)
+        rtol=LOGSOFTMAX_RTOL,
+        atol=LOGSOFTMAX_ATOL,
+        cases=public_cases("precision-log-softmax", tuple(
+            Case(args=(x,), description=desc)
             for x, desc in [
                 (_SMALL, "small float32 logits"),
                 (_SMALL_BF16, "small bf16 logits"),
@@ -182,7 +161,8 @@ register(
                 (_BATCHED, "a (2, 3, 7) batch: classes on the last dimension"),
                 (torch.full((2, 1), 5.0), "a single class"),
             ]
-        ),
-        generate=_random_logits,
+        )),
+        summary=("runs your function on 6 logit tensors (hidden ones when graded): float32, the "
+                 "input's shape, finite, within 1e-5 of the value (at least 1e-4) of torch's log_softmax"),
     )
 )

@@ -7,59 +7,26 @@
 - ``scale-hfu`` (derive): the hardware FLOP utilisation of a run that recomputes every layer.
 - ``scale-int4-bytes`` (derive): the bytes of a 70B model in int4 with per-group scales and zeros.
 
-Plain answers and hidden cases live in ``grading/scale.py``; the package holds only seals.
-
->>> saved_case(1, 2, 8, 1, 8, False).expected == predicted_saved_bytes(1, 2, 8, 1, 8)
-True
+Plain answers, the references of the function cases (``saved_tensors_hooks`` on a real model) and
+hidden cases live in ``grading/scale.py``; the package holds only seals.
 """
 
 from __future__ import annotations
 
-import random
 
-import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.models import TinyLM
-from lectorch.step_memory import saved_tensors
-from lectorch.train import lm_loss, predicted_saved_bytes
+from lectorch.exercises.sealed_cases import public_cases
 
 # ------------------------------------------------------------------- saved activation bytes
 
 
-def measured_saved_bytes(batch_size: int, context_length: int, dim: int, num_layers: int,
-                         vocab_size: int, checkpointing: bool = False) -> int:
-    """What autograd really saves for one fp32 forward pass of a TinyLM and its loss, counted by
-    ``saved_tensors_hooks`` (parameters left out).
-
-    >>> measured_saved_bytes(1, 2, 8, 1, 8) == predicted_saved_bytes(1, 2, 8, 1, 8)
-    True
-    """
-    g = torch.Generator().manual_seed(0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = TinyLM(vocab_size, dim, num_layers, checkpointing=checkpointing)
-    ids = torch.randint(vocab_size, (batch_size, context_length), generator=g)
-    targets = torch.randint(vocab_size, (batch_size, context_length), generator=g)
-    saved = saved_tensors(lambda: lm_loss(model(ids), targets), parameters=list(model.parameters()))
-    return int(saved.activation_bytes)
-
-
-def saved_case(b: int, t: int, d: int, n: int, v: int, checkpointing: bool, description: str = "",
-               *, measure: bool = False) -> Case:
-    """A case of ``scale-saved-bytes``; expected measured on a real model when ``measure``."""
-    count = measured_saved_bytes if measure else predicted_saved_bytes
+def saved_case(b: int, t: int, d: int, n: int, v: int, checkpointing: bool, description: str = "") -> Case:
+    """A case of ``scale-saved-bytes``; its expected bytes are measured by the grader on a real
+    model (sealed in the package)."""
     return Case(args=(b, t, d, n, v), kwargs={"checkpointing": checkpointing},
-                expected=count(b, t, d, n, v, checkpointing=checkpointing),
                 description=description or f"B={b}, T={t}, D={d}, {n} blocks, V={v}"
                 + (", checkpointed" if checkpointing else ""))
-
-
-def random_saved_cases(rng: random.Random, count: int) -> list[Case]:
-    """``count`` random shapes, each measured with saved_tensors_hooks (torch is the reference)."""
-    return [saved_case(rng.randint(1, 4), rng.randint(1, 8), rng.choice([4, 8, 12]),
-                       rng.randint(1, 3), rng.choice([5, 16, 33]), rng.random() < 0.5, measure=True)
-            for _ in range(count)]
 
 
 register(
@@ -79,13 +46,13 @@ register(
               "blocks, which with the vocabulary, and what is their dtype?",
               "with checkpointing a block keeps only its input; the head's input, the loss's "
               "log-probabilities, the int64 ids and targets and one 4-byte scalar stay."),
-        cases=(saved_case(16, 32, 64, 4, 64, False, "the panel's model at batch 16"),
-               saved_case(16, 32, 64, 4, 64, True, "the panel's model at batch 16, checkpointed"),
-               saved_case(1, 1, 8, 1, 8, False, "one token"),
-               saved_case(8, 128, 256, 12, 1000, True, "a deeper model, checkpointed")),
-        generate=lambda rng: random_saved_cases(rng, 3),
-        summary=("runs your function on 7 cases; 3 random shapes are measured on a real TinyLM "
-                 "with saved_tensors_hooks"),
+        cases=public_cases("scale-saved-bytes", (
+            saved_case(16, 32, 64, 4, 64, False, "the panel's model at batch 16"),
+            saved_case(16, 32, 64, 4, 64, True, "the panel's model at batch 16, checkpointed"),
+            saved_case(1, 1, 8, 1, 8, False, "one token"),
+            saved_case(8, 128, 256, 12, 1000, True, "a deeper model, checkpointed"))),
+        summary=("runs your function on 4 cases (hidden ones when graded), exactly: the bytes "
+                 "saved_tensors_hooks measures on a real TinyLM"),
     )
 )
 
@@ -146,4 +113,4 @@ register(
     )
 )
 
-__all__ = ["measured_saved_bytes", "saved_case", "random_saved_cases", "CKPT_TIME_MODEL"]
+__all__ = ["saved_case", "CKPT_TIME_MODEL"]

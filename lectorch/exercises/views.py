@@ -8,51 +8,42 @@
 
 Expected values are sealed; the plain values and the hidden cases live in ``grading/views.py``.
 Function cases take their expected values from torch itself (a transposed tensor's strides; the
-heads concatenated with ``torch.cat``), never from a copy of a solution.
+heads concatenated with ``torch.cat``), computed in ``grading/views.py`` (``REFERENCE``); the
+package holds the public cases' results only as seals.
 """
 
 from __future__ import annotations
 
 import numbers
-import random
 from typing import Any
 
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
+from lectorch.exercises.sealed_cases import close, public_cases
 
 # --- 1. predict the strides after a transpose -------------------------------------------------------
 
 
-def _compare_strides(got: Any, expected: tuple[int, ...]) -> str | None:
+def _compare_strides(got: Any, expected: dict) -> str | None:
+    """``expected``: ``ndim`` (in clear), the strides torch reports and the same sorted (plain or sealed)."""
     if not isinstance(got, (tuple, list)) or not all(
             isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in got):
         return f"return the strides as a tuple of ints, got {type(got).__name__} {got!r}."
     got = tuple(int(s) for s in got)
-    if got == tuple(expected):
+    if close(got, expected["strides"]):
         return None
-    if len(got) != len(expected):
+    if len(got) != expected["ndim"]:
         return f"your strides have {len(got)} entries; a transpose keeps the number of dims."
-    if sorted(got) == sorted(expected):
+    if close(tuple(sorted(got)), expected["sorted"]):
         return "the right numbers in the wrong order."
     return "these are not the strides torch reports for this shape and these dims."
 
 
 def transpose_case(shape, dim0, dim1, description: str) -> Case:
-    """A case whose expected strides torch reports for ``torch.empty(shape).transpose(dim0, dim1)``."""
-    strides = tuple(torch.empty(shape).transpose(dim0, dim1).stride())
-    return Case(args=(tuple(shape), dim0, dim1), expected=strides, description=description)
-
-
-def random_transpose_cases(rng: random.Random, n: int = 4) -> list[Case]:
-    cases = []
-    for _ in range(n):
-        shape = tuple(rng.randint(1, 9) for _ in range(rng.randint(2, 5)))
-        d0, d1 = rng.randrange(len(shape)), rng.randrange(len(shape))
-        if rng.random() < 0.4:
-            d1 -= len(shape)  # a negative dim
-        cases.append(transpose_case(shape, d0, d1, f"shape {shape}, dims ({d0}, {d1})"))
-    return cases
+    """A case; the strides torch reports for ``torch.empty(shape).transpose(dim0, dim1)`` are the
+    grader's (sealed in the package)."""
+    return Case(args=(tuple(shape), dim0, dim1), expected={"ndim": len(shape)}, description=description)
 
 
 register(
@@ -71,9 +62,12 @@ register(
               "product of the sizes to its right."),
               "a transpose moves no data: it only changes which stride belongs to which dim."),
         compare=_compare_strides,
-        cases=(transpose_case((4, 4), 0, 1, "a 4×4 matrix, .T"),
-               transpose_case((2, 3, 4), 1, 2, "a 3-D tensor, last two dims")),
-        generate=random_transpose_cases,
+        rtol=0.0,
+        cases=public_cases("views-transpose-strides", (
+            transpose_case((4, 4), 0, 1, "a 4×4 matrix, .T"),
+            transpose_case((2, 3, 4), 1, 2, "a 3-D tensor, last two dims"),
+            transpose_case((5, 2, 3), -1, 0, "negative dims count from the end"))),
+        summary="runs your function on 3 shapes and dim pairs (hidden ones when graded), exactly",
     )
 )
 
@@ -168,18 +162,12 @@ register(
 
 
 # --- 5. debug: .view on a transposed tensor ---------------------------------------------------------
-def heads_side_by_side(x: torch.Tensor) -> torch.Tensor:
-    """What merge_heads must return, built another way: each head's (batch, seq, width) block,
-    concatenated along the features (``torch.cat``)."""
-    return torch.cat([x[:, h] for h in range(x.shape[1])], dim=-1)
-
-
 def _compare_merged(got: Any, expected: torch.Tensor) -> str | None:
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}."
-    if got.shape != expected.shape:
+    if tuple(got.shape) != tuple(expected.shape):
         return f"your tensor has shape {tuple(got.shape)}, not (batch, seq, heads * width)."
-    if torch.equal(got, expected):
+    if close(got, expected):
         return None
     return ("right shape, wrong values: out[b, s, h * width + j] must be x[b, h, s, j] (a reshape "
             "alone regroups the elements in storage order, which is not this order).")
@@ -187,21 +175,12 @@ def _compare_merged(got: Any, expected: torch.Tensor) -> str | None:
 
 def merge_case(shape, description: str, *, seed: int, transposed_input: bool = False) -> Case:
     """A case on a random tensor of ``shape`` (batch, heads, seq, width); with ``transposed_input``
-    the tensor itself is a non-contiguous view (made by swapping its last two dims)."""
+    the tensor itself is a non-contiguous view (made by swapping its last two dims). The expected
+    result is the grader's (sealed in the package)."""
     g = torch.Generator().manual_seed(seed)
     b, h, s, w = shape
     x = torch.randn(b, h, w, s, generator=g).transpose(2, 3) if transposed_input else torch.randn(*shape, generator=g)
-    return Case(args=(x,), expected=heads_side_by_side(x), description=description)
-
-
-def random_merge_cases(rng: random.Random, n: int = 3) -> list[Case]:
-    cases = []
-    for _ in range(n):
-        shape = (rng.randint(1, 3), rng.randint(2, 5), rng.randint(2, 7), rng.randint(1, 6))
-        t = rng.random() < 0.5
-        cases.append(merge_case(shape, f"a random {shape} tensor" + (", non-contiguous" if t else ""),
-                                seed=rng.randrange(2**31), transposed_input=t))
-    return cases
+    return Case(args=(x,), description=description)
 
 
 register(
@@ -213,9 +192,11 @@ register(
               "Read the error message."),
               "make the elements contiguous first (a copy), or let torch decide when to copy."),
         compare=_compare_merged,
-        cases=(merge_case((2, 3, 4, 5), "a (2, 3, 4, 5) tensor", seed=0),
-               merge_case((1, 2, 1, 3), "one token (seq = 1)", seed=1),
-               merge_case((2, 2, 3, 4), "a non-contiguous input", seed=2, transposed_input=True)),
-        generate=random_merge_cases,
+        rtol=0.0,
+        cases=public_cases("views-merge-heads", (
+            merge_case((2, 3, 4, 5), "a (2, 3, 4, 5) tensor", seed=0),
+            merge_case((1, 2, 1, 3), "one token (seq = 1)", seed=1),
+            merge_case((2, 2, 3, 4), "a non-contiguous input", seed=2, transposed_input=True))),
+        summary="runs merge_heads on 3 tensors (hidden ones when graded), exactly",
     )
 )

@@ -1,0 +1,406 @@
+"""The done-when matrix of the 24 function exercises (issue 20): per exercise at least two correct
+forms are accepted (one in float32 where it applies, one with other operations than the reference)
+and at least three wrong variants are refused (a library bypass where one exists and, for a number
+with a tolerance, a value 1 % outside each edge), by the practice check on the public cases AND by
+the grader's plain comparison on the hidden cases.
+
+Most forms come from the per-topic test files; this file adds the missing ones and runs them all
+the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import grading  # noqa: E402
+from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case  # noqa: E402
+
+import test_exercises_backprop as tb  # noqa: E402
+import test_exercises_device as td  # noqa: E402
+import test_exercises_einsum as te  # noqa: E402
+import test_exercises_flops as tf  # noqa: E402
+import test_exercises_init as ti  # noqa: E402
+import test_exercises_optim as to  # noqa: E402
+import test_exercises_precision as tp  # noqa: E402
+import test_exercises_scale as ts  # noqa: E402
+import test_exercises_train as tt  # noqa: E402
+import test_exercises_views as tv  # noqa: E402
+from lectorch.exercises.optim import optimizer_trainer  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # tiny tensors: a thread pool only costs time (and shared cores thrash)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@functools.lru_cache(maxsize=None)
+def _hidden(ex_id: str) -> list:
+    topic = ex_id.split("-", 1)[0]
+    module = importlib.import_module(f"grading.{topic}")
+    rng = random.Random(f"matrix:{ex_id}")
+    return grading.hidden_cases({topic: module}, ex_id, rng)
+
+
+def graded(ex_id: str, answer) -> bool:
+    """True when every hidden case passes the grader's plain comparison."""
+    ex = get_exercise(ex_id)
+    for case in _hidden(ex_id):
+        outcome, got = run_case(answer, case, ex)
+        if outcome != "returned" or compare(ex, got, case.expected) is not None:
+            return False
+    return True
+
+
+def practised(ex_id: str, answer) -> bool:
+    reset_attempts(ex_id)
+    return check(ex_id, answer).passed
+
+
+# ------------------------------------------------------------------ forms this file adds
+
+F32 = torch.float32
+
+
+def gpus_needed(params, tokens, days, peak, mfu):
+    return max(1, math.ceil(6 * params * tokens / (peak * mfu) / 86400 / days))
+
+
+def gpus_needed_integer_ceil(params, tokens, days, peak, mfu):  # another rounding: -(-a // b)
+    need, per_gpu = 6 * params * tokens, peak * mfu * days * 86400
+    return max(1, int(-(-need // per_gpu)))
+
+
+def tensor_nbytes(shape, dtype):
+    return math.prod(shape) * dtype.itemsize
+
+
+def tensor_nbytes_loop(shape, dtype):
+    n = 1
+    for size in shape:
+        n *= size
+    return n * dtype.itemsize
+
+
+def log_softmax_f64(x):  # other operations: float64, logsumexp written out, cast at the end
+    x = x.double()
+    m = x.max(dim=-1, keepdim=True).values
+    return (x - (m + (x - m).exp().sum(dim=-1, keepdim=True).log())).float()
+
+
+def readings_by_blocks(events):  # another rounding of the 512-byte blocks
+    sizes, now, peak = {}, 0, 0
+    for event in events:
+        if event[0] == "alloc":
+            _, name, shape, dtype = event
+            nbytes = math.prod(shape) * td._nbytes((1,), dtype)
+            sizes[name] = -(-nbytes // 512) * 512
+            now += sizes[name]
+            peak = max(peak, now)
+        else:
+            now -= sizes.pop(event[1])
+    return now, peak
+
+
+def per_copy_synced_median(copy, synchronize, clock, repeats=10):
+    copy()
+    synchronize()
+    times = []
+    for _ in range(repeats):
+        start = clock()
+        copy()
+        synchronize()
+        times.append(clock() - start)
+    return statistics.median(times)
+
+
+def _scaled(fn, factor):
+    def run(*args, **kwargs):
+        return fn(*args, **kwargs) * factor
+    run.__name__ = f"{fn.__name__}_x{factor}"
+    return run
+
+
+def strides_accumulate(shape, dim0, dim1):
+    import itertools
+
+    strides = list(itertools.accumulate(reversed((1,) + tuple(shape[:0:-1])), lambda a, b: a * b))[::-1] \
+        if shape else []
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    d0, d1 = dim0 % len(shape), dim1 % len(shape)
+    strides[d0], strides[d1] = strides[d1], strides[d0]
+    return tuple(strides)
+
+
+def merge_heads_cat(x):
+    return torch.cat([x[:, h] for h in range(x.shape[1])], dim=-1)
+
+
+def gqa_repeat_f64(q, k):  # other operations: repeat_interleave and a float64 matmul
+    group = q.shape[1] // k.shape[1]
+    kk = k.double().repeat_interleave(group, dim=1)
+    return (q.double() @ kk.transpose(-2, -1) / math.sqrt(q.shape[-1])).float()
+
+
+def center_by_sum(x):
+    return x - x.sum(dim=-1, keepdim=True) / x.shape[-1]
+
+
+def mfu_f32(B, D, K, seconds, peak):
+    t = torch.tensor([2.0 * B * D * K, seconds, peak], dtype=F32)
+    return float(t[0] / t[1] / t[2])
+
+
+def smallest_n_loop(peak, bandwidth, bytes_per_element):
+    ridge, n = peak / bandwidth, 1
+    while 2 * n / (3 * bytes_per_element) < ridge:
+        n += max(1, int((ridge * 3 * bytes_per_element / 2 - n) // 2))
+    return n
+
+
+def min_of_trials(fn, sync, clock, warmup=3, trials=9):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(trials):
+        start = clock()
+        fn()
+        sync()
+        times.append(clock() - start)
+    return min(times)
+
+
+def backward_flops_by_layers(batch, widths, input_requires_grad=False):
+    pairs = list(zip(widths[:-1], widths[1:]))
+    weights = sum(2 * batch * i * o for i, o in pairs)
+    inputs = sum(2 * batch * i * o for k, (i, o) in enumerate(pairs) if k or input_requires_grad)
+    return weights + inputs
+
+
+def skip_grads_einsum(x, w1, w2):
+    z = torch.einsum("bd,de->be", x, w1)
+    a = z.clamp(min=0)
+    s = a + x
+    g_out = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
+    g_w2 = torch.einsum("bd,bk->dk", s, g_out)
+    g_s = torch.einsum("bk,dk->bd", g_out, w2)
+    g_z = g_s * (z > 0)
+    return torch.einsum("bd,be->de", x, g_z), g_w2
+
+
+def leaky_std(fan_in, slope):
+    return math.sqrt(2 / ((1 + slope**2) * fan_in))
+
+
+def leaky_std_f32(fan_in, slope):
+    return float(torch.sqrt(torch.tensor(2.0, dtype=F32) / ((1 + torch.tensor(slope, dtype=F32) ** 2) * fan_in)))
+
+
+def adamw_step_f32(param, grad, m, v, step, *, lr, betas, eps, weight_decay):
+    out = to.adamw_step(param.float(), grad.float(), m.float(), v.float(), step, lr=lr, betas=betas,
+                        eps=eps, weight_decay=weight_decay)
+    return tuple(t.double() for t in out)
+
+
+def adamw_bypass(param, grad, m, v, step, *, lr, betas, eps, weight_decay):
+    p = torch.nn.Parameter(param.clone())
+    opt = torch.optim.AdamW([p], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    p.grad = grad
+    opt.step()
+    return p.detach(), opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"]
+
+
+def clip_f32(grads, max_norm):
+    clipped, norm = to.clip_by_global_norm([g.float() for g in grads], max_norm)
+    return [g.double() for g in clipped], norm
+
+
+def clip_bypass(grads, max_norm):
+    params = [torch.nn.Parameter(torch.zeros_like(g)) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    return [p.grad for p in params], float(norm)
+
+
+class _RMSpropSubclass(torch.optim.RMSprop):
+    pass
+
+
+def get_batch_unfold(data, batch_size, context_length, device, generator=None):
+    if context_length >= len(data):
+        raise ValueError("context_length must be shorter than the data")
+    starts = torch.randint(len(data) - context_length, (batch_size,), generator=generator)
+    windows = data.long().unfold(0, context_length + 1, 1)[starts]
+    return windows[:, :-1].to(device), windows[:, 1:].to(device)
+
+
+def get_batch_bypass(data, batch_size, context_length, device, generator=None):
+    from lectorch.data import get_batch
+
+    return get_batch(data, batch_size, context_length, device, generator=generator)
+
+
+def lr_at_torch_f32(step, max_lr, min_lr, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return max_lr * step / warmup_steps
+    if step >= total_steps:
+        return min_lr
+    progress = torch.tensor((step - warmup_steps) / (total_steps - warmup_steps), dtype=F32)
+    return float(min_lr + (max_lr - min_lr) * 0.5 * (1 + torch.cos(torch.pi * progress)))
+
+
+def lr_bypass(step, max_lr, min_lr, warmup_steps, total_steps):
+    from lectorch.train import cosine_lr
+
+    return cosine_lr(step, max_lr, min_lr, warmup_steps, total_steps)
+
+
+def _lr_shifted(sign):
+    def run(step, max_lr, min_lr, warmup_steps, total_steps):  # 1 % outside the edge (8 ulps of max_lr)
+        return tt.lr_at(step, max_lr, min_lr, warmup_steps, total_steps) + sign * 1.01 * 8 * 2.0**-23 * max_lr
+    run.__name__ = f"lr_shifted_{'up' if sign > 0 else 'down'}"
+    return run
+
+
+def accumulated_by_concatenation(weight, micro_batches, accumulation, lr=0.1):
+    w = weight.clone()
+    for k in range(len(micro_batches) // accumulation):
+        group = micro_batches[k * accumulation:(k + 1) * accumulation]
+        x, y = torch.cat([b[0] for b in group]), torch.cat([b[1] for b in group])
+        w.requires_grad_(True)
+        loss = torch.nn.functional.cross_entropy(x @ w.T, y)
+        (g,) = torch.autograd.grad(loss, w)
+        w = (w - lr * g).detach()
+    return w
+
+
+def saved_bytes_bypass(b, t, d, n, v, checkpointing=False):
+    from lectorch.train import predicted_saved_bytes
+
+    return predicted_saved_bytes(b, t, d, n, v, checkpointing=checkpointing)
+
+
+def saved_bytes_by_parts(b, t, d, n, v, checkpointing=False):  # the same count, added another way
+    return ts.saved_bytes(b, t, d, n, v, checkpointing) + 0
+
+
+# ------------------------------------------------------------------ the matrix
+
+MATRIX = {
+    "napkin-gpus-needed": ([gpus_needed, gpus_needed_integer_ceil], [
+        lambda p, t, d, pk, m: max(1, round(6 * p * t / (pk * m) / 86400 / d)),
+        lambda p, t, d, pk, m: max(1, math.floor(6 * p * t / (pk * m) / 86400 / d)),
+        lambda p, t, d, pk, m: max(1, math.ceil(2 * p * t / (pk * m) / 86400 / d)),
+        lambda p, t, d, pk, m: __import__("lectorch").napkin.training_days(p, t, num_gpus=1, mfu=m, peak_flops_per_s=pk)]),
+    "precision-tensor-bytes": ([tensor_nbytes, tensor_nbytes_loop], [
+        lambda s, d: math.prod(s) * d.itemsize * 8,
+        lambda s, d: torch.empty(s, dtype=d, device="meta").nbytes,
+        lambda s, d: __import__("lectorch").memory.tensor_bytes(torch.Size(s), d),
+        lambda s, d: math.prod(s or (0,)) * d.itemsize]),
+    "precision-log-softmax": ([tp.grading.log_softmax, log_softmax_f64], [
+        lambda x: torch.log_softmax(x.float(), -1), tp.no_max, tp.bf16_throughout, tp.wrong_dim]),
+    "device-allocated-peak": ([td.grading.predict_readings, readings_by_blocks], [td.unrounded, td.peak_is_final, td.frees_ignored]),
+    "device-timing-debug": ([td.grading.time_copy, per_copy_synced_median], [
+        td.no_warm_up, td.no_final_sync, td.no_sync_before_start,
+        _scaled(td.grading.time_copy, 1.01), _scaled(td.grading.time_copy, 0.99)]),
+    "views-transpose-strides": ([tv.transposed_strides, strides_accumulate], [
+        lambda shape, d0, d1: tuple(torch.empty(shape).transpose(d0, d1).stride()),
+        lambda shape, d0, d1: tuple(math.prod(shape[i + 1:]) for i in range(len(shape))),
+        lambda shape, d0, d1: tuple(reversed(tv.transposed_strides(shape, d0, d1)))]),
+    "views-merge-heads": ([tv.merge_heads, merge_heads_cat], [
+        tv.merge_heads_buggy, lambda x: x.reshape(x.shape[0], x.shape[2], -1),
+        lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1)]),
+    "einsum-gqa-scores": ([te.gqa_scores, gqa_repeat_f64], [
+        lambda q, k: q @ k.repeat(1, q.shape[1] // k.shape[1], 1, 1).transpose(-2, -1) / math.sqrt(q.shape[-1]),
+        lambda q, k: te.gqa_scores(q, k) * q.shape[-1] ** 0.5,
+        lambda q, k: __import__("lectorch").backprop.attention(q, k, k),
+        lambda q, k: te.gqa_scores(q, k).transpose(-2, -1)]),
+    "einsum-center-tokens": ([te.center, center_by_sum], [
+        te.center_buggy, lambda x: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True),
+        lambda x: x - x.mean(1, keepdim=True)]),
+    "flops-mfu-from-time": ([tf.matmul_mfu, mfu_f32], [
+        lambda B, D, K, s, p: B * D * K / s / p,
+        lambda B, D, K, s, p: __import__("lectorch").bench.mfu(2 * B * D * K, s, p),
+        _scaled(tf.matmul_mfu, 1 + 1.01e-6), _scaled(tf.matmul_mfu, 1 - 1.01e-6)]),
+    "flops-compute-bound-n": ([tf.smallest_compute_bound_n, smallest_n_loop], [
+        lambda p, bw, b: math.floor(1.5 * b * p / bw), lambda p, bw, b: math.ceil(3 * b * p / bw),
+        lambda p, bw, b: __import__("lectorch").roofline.matmul_intensity(1, 1, 1, "fp32")]),
+    "flops-honest-timer": ([tf.time_call, min_of_trials], [
+        tf.time_call_stub, tf.synced_mean, tf.cold_median, _scaled(tf.time_call, 1.01), _scaled(tf.time_call, 0.99)]),
+    "backprop-mlp-backward": ([tb.backward_flops, backward_flops_by_layers], [
+        lambda b, w, input_requires_grad=False: tb.forward_flops(b, w),
+        lambda b, w, input_requires_grad=False: tb.backward_flops(b, w, True),
+        lambda b, w, input_requires_grad=False: __import__("lectorch").backprop.mlp_flops(
+            b, w, input_requires_grad=input_requires_grad).backward]),
+    "backprop-skip-grads": ([tb.skip_grads, skip_grads_einsum], [tb._no_relu_mask, tb._mask_at_zero_is_one, tb._swapped]),
+    "init-fix-trunc": ([ti.fixed, ti.fixed], [ti.absolute_bounds, ti.wrong_axis, ti.two_std]),
+    "init-leaky-std": ([leaky_std, leaky_std_f32], [
+        lambda f, s: 2 / ((1 + s**2) * f), lambda f, s: torch.nn.init.calculate_gain("leaky_relu", s) / math.sqrt(f),
+        _scaled(leaky_std, 1 + 1.01e-6), _scaled(leaky_std, 1 - 1.01e-6)]),
+    "optim-rmsprop": ([optimizer_trainer(to._RMSProp), optimizer_trainer(to._OutOfPlaceRMSProp)], [
+        optimizer_trainer(_RMSpropSubclass), optimizer_trainer(to._NoEps), optimizer_trainer(to._SumNotAverage)]),
+    "optim-adamw-step": ([to.adamw_step, adamw_step_f32], [adamw_bypass, to._no_bias_correction, to._eps_inside_the_root]),
+    "optim-clip-grad-norm": ([to.clip_by_global_norm, clip_f32], [clip_bypass, to._per_parameter, to._scales_small_gradients_up]),
+    "train-get-batch": ([tt.get_batch, get_batch_unfold], [
+        get_batch_bypass,
+        lambda data, b, t, device, generator=None: tt.get_batch(data, b, t, device, None),
+        lambda data, b, t, device, generator=None: tuple(z.int() for z in tt.get_batch(data, b, t, device, generator))]),
+    "train-lr-at-step": ([tt.lr_at, lr_at_torch_f32], [lr_bypass, _lr_shifted(+1), _lr_shifted(-1),
+                                                      lambda s, mx, mn, w, t: 2 * tt.lr_at(s, mx, mn, w, t)]),
+    "train-accumulate": ([tt.accumulated_training, accumulated_by_concatenation], [
+        tt.buggy_accumulation(zero_inside=True), tt.buggy_accumulation(divide=False),
+        tt.buggy_accumulation(zero_ever=False)]),
+    "train-resume": ([tt.resumable(), tt.resumable()], [
+        tt.resumable(optimizer_state=False), tt.resumable(order_state=False), tt.resumable(torch_rng=False)]),
+    "scale-saved-bytes": ([ts.saved_bytes, saved_bytes_by_parts], [
+        saved_bytes_bypass, lambda b, t, d, n, v, checkpointing=False: ts.saved_bytes(b, t, d, n, v, False),
+        lambda b, t, d, n, v, checkpointing=False: ts.saved_bytes(b, t, d, n, v, checkpointing) - 16 * b * t]),
+}
+
+_ROWS = [(ex_id, i, True) for ex_id, (ok, _) in MATRIX.items() for i in range(len(ok))] + [
+    (ex_id, i, False) for ex_id, (_, bad) in MATRIX.items() for i in range(len(bad))]
+
+
+def test_the_matrix_covers_every_function_exercise():
+    from lectorch.exercises import exercises
+
+    functions = {ex_id for ex_id, ex in exercises().items() if ex.kind == "function"}
+    assert set(MATRIX) == functions
+    assert all(len(ok) >= 2 and len(bad) >= 3 for ok, bad in MATRIX.values())
+
+
+@pytest.mark.parametrize("ex_id, index, correct", _ROWS,
+                         ids=[f"{e}-{'ok' if c else 'wrong'}{i}" for e, i, c in _ROWS])
+def test_practice_check_and_grader_agree_on_the_matrix(ex_id, index, correct):
+    answer = MATRIX[ex_id][0 if correct else 1][index]
+    if correct:
+        assert practised(ex_id, answer), check(ex_id, answer).message
+        assert graded(ex_id, answer)
+    else:
+        assert not practised(ex_id, answer)
+        assert not graded(ex_id, answer)
+
+
+def test_the_public_cases_seals_are_in_step_with_grading():
+    """``_case_seals.py`` is what ``python -m grading.case_seals`` writes from the references now
+    (re-run it after changing a public case or a reference)."""
+    from grading.case_seals import case_seals
+    from lectorch.exercises._case_seals import CASES
+
+    assert case_seals() == CASES
