@@ -143,9 +143,6 @@ def material(tmp_path_factory) -> dict:
 KNOWN = {
     # ch09's loss floor (1.06) is another quantity that rounds like scale-ckpt-time's 1.0556
     ("scale-ckpt-time's answer", "09_training_loop.ipynb"): "a coincidence at three digits",
-    # ch05's worked example asserts ch00's two-weeks answer (9.58e21): the class-edition change
-    # (issue 21) rewrites that example; remove this entry when it is merged
-    ("napkin-two-weeks's answer", "05_flops_mfu.ipynb"): "issue 21's ch05 example",
 }
 #: computed from the snippet the student is given (its uninterrupted run): nothing to hide
 FROM_THE_STUDENTS_OWN_CODE = {"train-resume"}
