@@ -1,0 +1,185 @@
+"""Value and prediction exercises asked as functions of their setting (issue 20, item 2).
+
+For each one: the page's numbers are the public case (sealed; the practice check confirms it) and
+the grader judges hidden settings from ``grading/<topic>.py``. Per exercise, at least two correct
+forms pass (one in fp32 where it applies, one with other operations), and at least three wrong
+variants fail: the page's answer hard-coded (which passes the practice check: brute-forcing the
+public case yields no grade), classic slips, a library bypass where one exists, and a value 1 %
+outside each edge of the stated tolerance, on the public case and on the hidden ones alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+import random
+import sys
+
+import pytest
+import torch
+
+import lectorch
+from lectorch import hardware, napkin
+from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import grading  # noqa: E402
+from grading import expected_values, harness, judge, topic_modules  # noqa: E402
+
+MODULES = topic_modules()
+PLAIN = expected_values(MODULES)
+_PEAK = hardware.get_gpu("H100 SXM").peak_flops("bf16")
+
+
+def _f32(x):
+    return torch.tensor(x, dtype=torch.float32)
+
+
+# id -> correct forms, wrong variants by name (each must fail the grader; ``practice`` ones also
+# the practice check), and the name of the library bypass among them (refused), if one exists
+SPECS = {
+    "napkin-two-weeks": dict(
+        correct=[lambda n, d: n * d * napkin.SECONDS_PER_DAY * _PEAK,
+                 lambda n, d: float(_f32(n) * _f32(d) * 24 * 3600 * _f32(989.5e12))],  # fp32
+        wrong={"one week": lambda n, d: n * 7 * 86400 * _PEAK,
+               "sparse peak": lambda n, d: n * d * 86400 * 2 * _PEAK,
+               "hours": lambda n, d: n * d * 24 * _PEAK,
+               "library": lambda n, d: napkin.cluster_flops_per_s(num_gpus=n, mfu=1.0) * d * 86400},
+        bypass="library"),
+    "napkin-8bit-adam-bytes": dict(
+        correct=[lambda b: 2 + 2 + 4 + 2 * (1 + 4 / b),
+                 lambda b: float(_f32(8.0) + _f32(2.0) + _f32(8.0) / _f32(float(b)))],
+        wrong={"no scales": lambda b: 10.0,
+               "one moment's scales": lambda b: 10 + 4 / b,
+               "no master copy": lambda b: 2 + 2 + 2 * (1 + 4 / b),
+               "1-byte scales": lambda b: 10 + 2 / b}),
+    "napkin-zero2-params": dict(
+        correct=[lambda n, m: m / (2 + 14 / n),
+                 lambda n, m: float(_f32(m) * _f32(n) / (_f32(2.0) * n + 14))],
+        wrong={"stage 3": lambda n, m: n * m / 16,
+               "nothing sharded": lambda n, m: m / 16,
+               "only optimizer state sharded": lambda n, m: m / (2 + 2 + 12 / n),
+               "library": lambda n, m: napkin.max_trainable_params(m, bytes_per_param=2 + 14 / n)},
+        bypass="library"),
+}
+
+
+def hidden(ex_id, seed=0):
+    return grading.hidden_cases(MODULES, ex_id, grading.grading_rng(seed, ex_id))
+
+
+@functools.lru_cache(maxsize=None)
+def _entry(ex_id, seed):
+    return grading.build_bundle(seed, exercise_ids=[ex_id])["exercises"][ex_id]
+
+
+def _graded(ex_id, fn, seed=0):
+    """(status, message) of ``fn`` as the grader decides it: the bundle's cases are called as the
+    sandbox's kernel does (harness._call with the exercise's refusals), then judged."""
+    from lectorch.exercises import refusals
+
+    entry = _entry(ex_id, seed)
+    refuse = refusals().get(ex_id)
+    results = [harness._call(fn, harness.from_inputs(c["args"]), harness.from_inputs(c["kwargs"]), 0, refuse)
+               for c in entry["cases"]]
+    record = {"found": True, "callable": True, "value": None, "cases": results}
+    return judge.judge(get_exercise(ex_id), entry, record, "answer")
+
+
+def _scaled(fn, factor):
+    return lambda *a: fn(*a) * factor
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    reset_attempts()
+
+
+@pytest.mark.parametrize("ex_id", SPECS)
+def test_correct_forms_pass_the_public_and_the_hidden_cases(ex_id):
+    ex = get_exercise(ex_id)
+    assert ex.takes_function and len(SPECS[ex_id]["correct"]) >= 2
+    cases = hidden(ex_id, 0) + hidden(ex_id, 1)
+    assert len(cases) >= 3
+    for fn in SPECS[ex_id]["correct"]:
+        assert check(ex_id, fn).passed, check(ex_id, fn)
+        for case in cases:
+            got = run_case(fn, case, ex)
+            assert got[0] == "returned" and compare(ex, got[1], case.expected) is None, (case, got)
+        assert _graded(ex_id, fn) == ("passed", f"Correct: {ex.title} ({len(hidden(ex_id)) + 1} cases pass).")
+
+
+@pytest.mark.parametrize("ex_id", SPECS)
+def test_wrong_variants_fail(ex_id):
+    spec = SPECS[ex_id]
+    assert len(spec["wrong"]) >= 3
+    for name, fn in spec["wrong"].items():
+        result = check(ex_id, fn)
+        assert not result.passed, (name, result)
+        status, message = _graded(ex_id, fn)
+        assert status in ("failed", "error"), (name, status, message)
+        if name == spec.get("bypass"):
+            assert "yourself" in result.message and "yourself" in message, (result, message)
+
+
+@pytest.mark.parametrize("ex_id", SPECS)
+def test_the_pages_answer_hard_coded_passes_practice_but_no_grade(ex_id):
+    public = PLAIN[ex_id]
+    assert check(ex_id, lambda *a: public).passed  # the practice check confirms the public case only
+    status, message = _graded(ex_id, lambda *a: public)
+    assert status == "failed" and "hidden" in message, message
+    assert not any(repr(c.expected) in message for c in hidden(ex_id))  # never the value compared with
+
+
+@pytest.mark.parametrize("ex_id", SPECS)
+def test_one_percent_outside_each_edge_fails_inside_passes(ex_id):
+    ex = get_exercise(ex_id)
+    rtol, _ = ex.tolerance
+    fn = SPECS[ex_id]["correct"][0]
+    for factor in ((1 + rtol) * 1.01, (1 - rtol) * 0.99):
+        assert not check(ex_id, _scaled(fn, factor)).passed, factor
+        for case in hidden(ex_id):
+            assert compare(ex, _scaled(fn, factor)(*case.args), case.expected) is not None, (case, factor)
+    for factor in (1 + 0.75 * rtol, 1 - 0.75 * rtol):
+        assert check(ex_id, _scaled(fn, factor)).passed, factor
+        assert _graded(ex_id, _scaled(fn, factor))[0] == "passed", factor
+
+
+def test_feedback_on_the_public_case_names_its_slip_and_none_on_hidden_ones():
+    slip = check("napkin-two-weeks", SPECS["napkin-two-weeks"]["wrong"]["one week"])
+    assert "one week instead of two" in slip.message
+    status, message = _graded("napkin-two-weeks", lambda n, d: n * d * 86400 * _PEAK / 3)
+    assert status == "failed" and "too small (by a factor of 3)" in message and "not right" not in message
+    assert "0 is not the answer" in check("napkin-zero2-params", lambda n, m: 0).message
+
+
+def test_a_number_where_a_function_is_asked_says_so():
+    result = check("napkin-two-weeks", 9.6e21)
+    assert result.status == "failed" and "function of the setting" in result.message
+
+
+def test_rounded_answers_at_the_pages_precision_pass():
+    assert check("napkin-two-weeks", lambda n, d: 9.6e21).passed  # the page's rounding of 9.58e21
+    assert check("napkin-zero2-params", lambda n, m: 3.6e10).passed
+    assert check("napkin-8bit-adam-bytes", lambda b: 10.03).passed
+    assert not check("napkin-8bit-adam-bytes", lambda b: 10.0).passed  # the slip: no block scales
+
+
+def test_library_functions_are_refused_only_where_they_do_the_exercise():
+    # the catalogue's peak is the data the exercise asks for: allowed
+    assert check("napkin-two-weeks", lambda n, d: n * d * 86400 * lectorch.hardware.get_gpu("H100 SXM").peak_flops("bf16")).passed
+
+
+def test_hidden_cases_differ_between_seeds_and_from_the_public_case():
+    for ex_id in SPECS:
+        public = get_exercise(ex_id).cases[0].args
+        a, b = [c.args for c in hidden(ex_id, 1)], [c.args for c in hidden(ex_id, 2)]
+        assert a != b and public not in a, ex_id
+        assert all(isinstance(c.expected, float) for c in hidden(ex_id, 1)), ex_id
+
+
+def test_hidden_cases_are_deterministic_per_seed():
+    rng1, rng2 = random.Random("7:x"), random.Random("7:x")
+    assert [c.args for c in MODULES["napkin"].HIDDEN["napkin-zero2-params"](rng1)] == \
+           [c.args for c in MODULES["napkin"].HIDDEN["napkin-zero2-params"](rng2)]
