@@ -11,15 +11,21 @@ outside each edge of the stated tolerance, on the public case and on the hidden 
 from __future__ import annotations
 
 import functools
+import math
 import pathlib
 import random
+import struct
 import sys
 
+import numpy as np
 import pytest
 import torch
 
 import lectorch
+import lectorch.memory
+import lectorch.transfer
 from lectorch import hardware, napkin
+from lectorch.transfer import pcie_bytes_per_s
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -36,8 +42,44 @@ def _f32(x):
     return torch.tensor(x, dtype=torch.float32)
 
 
-# id -> correct forms, wrong variants by name (each must fail the grader; ``practice`` ones also
-# the practice check), and the name of the library bypass among them (refused), if one exists
+def _bf16_by_shifts(n):
+    if n < 256:
+        return float(n)
+    step = 2 ** (n.bit_length() - 8)
+    low, rest = divmod(n, step)
+    if 2 * rest > step or (2 * rest == step and low % 2 == 1):
+        low += 1
+    return float(low * step)
+
+
+def _bf16_by_struct(n):
+    """Round the float32 bit pattern to its top 16 bits, ties to even (as hardware does)."""
+    bits = struct.unpack("<I", struct.pack("<f", float(n)))[0]
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return struct.unpack("<f", struct.pack("<I", (bits >> 16) << 16))[0]
+
+
+def _stall_by_loop(step):
+    value = 2.0**-20
+    while value * 2**-7 / 2 <= step:
+        value *= 2
+    return value
+
+
+def _stall_simulated(step):
+    total = torch.zeros((), dtype=torch.bfloat16)
+    for _ in range(5000):
+        total += step
+    return total.item()
+
+
+def gen_rate(gen):
+    """A PCIe x16 link's bytes per second in one direction, from its lanes (128b/130b coding)."""
+    return 16 * {3: 8e9, 4: 16e9, 5: 32e9}[gen] * 128 / 130 / 8
+
+
+# id -> correct forms, wrong variants by name (each must fail the grader, and the practice check
+# too unless it is ``right_on_the_page``), and the name of the library bypass among them (refused)
 SPECS = {
     "napkin-two-weeks": dict(
         correct=[lambda n, d: n * d * napkin.SECONDS_PER_DAY * _PEAK,
@@ -62,6 +104,46 @@ SPECS = {
                "only optimizer state sharded": lambda n, m: m / (2 + 2 + 12 / n),
                "library": lambda n, m: napkin.max_trainable_params(m, bytes_per_param=2 + 14 / n)},
         bypass="library"),
+    "precision-bf16-257": dict(
+        correct=[_bf16_by_shifts, _bf16_by_struct],
+        wrong={"truncates": lambda n: float(n >> max(n.bit_length() - 8, 0) << max(n.bit_length() - 8, 0)),
+               "ties away from zero": lambda n: float(round(n / 2 ** max(n.bit_length() - 8, 0) + 1e-9)
+                                                       * 2 ** max(n.bit_length() - 8, 0)),
+               "exact": lambda n: float(n),
+               "torch": lambda n: torch.tensor(float(n), dtype=torch.bfloat16).item(),
+               "library": lambda n: lectorch.dtypes.round_to(n, "bf16")},
+        bypass="library", right_on_the_page=("truncates",)),
+    "precision-bf16-stall": dict(
+        correct=[_stall_by_loop, lambda step: 2.0 ** math.ceil(math.log2(step * 256) + 1e-12)],
+        wrong={"exact sum": lambda step: 1000 * step,
+               "one octave early": lambda step: _stall_by_loop(step) / 2,
+               "gap, not half a gap": lambda step: _stall_by_loop(step) * 2,
+               "simulated in torch": _stall_simulated,
+               "library": lambda step: next(2.0**k for k in range(-20, 20)
+                                            if lectorch.dtypes.spacing(2.0**k, "bf16") / 2 > step)},
+        bypass="library"),
+    "device-gpu-bytes": dict(
+        correct=[lambda shape, dtype: math.prod(shape) * dtype.itemsize,
+                 lambda shape, dtype: functools.reduce(lambda a, b: a * b, shape, 1) * torch.finfo(dtype).bits // 8
+                 if dtype.is_floating_point else math.prod(shape) * torch.iinfo(dtype).bits // 8],
+        wrong={"bits": lambda shape, dtype: math.prod(shape) * dtype.itemsize * 8,
+               "always 4 bytes": lambda shape, dtype: math.prod(shape) * 4,
+               "MiB": lambda shape, dtype: math.prod(shape) * dtype.itemsize / 2**20,
+               "allocates": lambda shape, dtype: torch.empty(shape, dtype=dtype, device="meta").nbytes,
+               "library": lambda shape, dtype: lectorch.memory.tensor_bytes(shape, dtype)},
+        bypass="library"),
+    "device-h2d-seconds": dict(
+        correct=[lambda shape, dtype, gen: math.prod(shape) * dtype.itemsize / pcie_bytes_per_s(gen),
+                 # fp32 (numpy: torch is off), the link's rate from its lanes
+                 lambda shape, dtype, gen: float(np.float32(math.prod(shape)) * np.float32(dtype.itemsize)
+                                                 / np.float32(gen_rate(gen)))],
+        wrong={"both directions": lambda shape, dtype, gen: math.prod(shape) * dtype.itemsize / (2 * pcie_bytes_per_s(gen)),
+               "bits": lambda shape, dtype, gen: 8 * math.prod(shape) * dtype.itemsize / pcie_bytes_per_s(gen),
+               "milliseconds": lambda shape, dtype, gen: 1e3 * math.prod(shape) * dtype.itemsize / pcie_bytes_per_s(gen),
+               "always PCIe 5": lambda shape, dtype, gen: math.prod(shape) * dtype.itemsize / pcie_bytes_per_s(5),
+               "library": lambda shape, dtype, gen: lectorch.transfer.transfer_seconds(
+                   math.prod(shape) * dtype.itemsize, pcie_bytes_per_s(gen))},
+        bypass="library", right_on_the_page=("always PCIe 5",)),
 }
 
 
@@ -116,7 +198,8 @@ def test_wrong_variants_fail(ex_id):
     assert len(spec["wrong"]) >= 3
     for name, fn in spec["wrong"].items():
         result = check(ex_id, fn)
-        assert not result.passed, (name, result)
+        # a mistake that happens to give the page's answer fails on the hidden cases only
+        assert not result.passed or name in spec.get("right_on_the_page", ()), (name, result)
         status, message = _graded(ex_id, fn)
         assert status in ("failed", "error"), (name, status, message)
         if name == spec.get("bypass"):
@@ -129,7 +212,9 @@ def test_the_pages_answer_hard_coded_passes_practice_but_no_grade(ex_id):
     assert check(ex_id, lambda *a: public).passed  # the practice check confirms the public case only
     status, message = _graded(ex_id, lambda *a: public)
     assert status == "failed" and "hidden" in message, message
-    assert not any(repr(c.expected) in message for c in hidden(ex_id))  # never the value compared with
+    shown = message.replace(repr(public), "")  # the student's own value may be shown, never the expected
+    assert not any(repr(c.expected) in shown for c in hidden(ex_id)
+                   if len(repr(c.expected).replace(".", "").strip("0")) >= 3)
 
 
 @pytest.mark.parametrize("ex_id", SPECS)
@@ -176,10 +261,36 @@ def test_hidden_cases_differ_between_seeds_and_from_the_public_case():
         public = get_exercise(ex_id).cases[0].args
         a, b = [c.args for c in hidden(ex_id, 1)], [c.args for c in hidden(ex_id, 2)]
         assert a != b and public not in a, ex_id
-        assert all(isinstance(c.expected, float) for c in hidden(ex_id, 1)), ex_id
+        assert all(isinstance(c.expected, (int, float)) for c in hidden(ex_id, 1)), ex_id
 
 
 def test_hidden_cases_are_deterministic_per_seed():
     rng1, rng2 = random.Random("7:x"), random.Random("7:x")
     assert [c.args for c in MODULES["napkin"].HIDDEN["napkin-zero2-params"](rng1)] == \
            [c.args for c in MODULES["napkin"].HIDDEN["napkin-zero2-params"](rng2)]
+
+
+@pytest.mark.slow
+def test_a_prediction_function_is_graded_on_hidden_settings_through_the_sandbox(tmp_path):
+    """End to end (the grader's sandbox and kernel): a prediction written as a function of its
+    setting passes; the page's answer hard-coded, which the practice check accepts, fails."""
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import grade
+
+    bundle = grading.write_bundle(grading.build_bundle(99, exercise_ids=["device-h2d-seconds"]), tmp_path / "b.pt")
+    setup = "import math\nimport torch\nimport lectorch\nfrom lectorch.transfer import pcie_bytes_per_s\n"
+    answers = {
+        "honest": "def h2d_seconds(shape, dtype, gen):\n    return math.prod(shape) * dtype.itemsize / pcie_bytes_per_s(gen)",
+        "public-only": f"def h2d_seconds(shape, dtype, gen):\n    return {PLAIN['device-h2d-seconds']!r}",
+    }
+    for who, answer in answers.items():
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup + answer),
+                                             nbformat.v4.new_code_cell('lectorch.check("device-h2d-seconds", h2d_seconds)')])
+        (tmp_path / "subs" / who).mkdir(parents=True)
+        nbformat.write(nb, tmp_path / "subs" / who / "02_device.ipynb")
+    report = grade.grade_folder(tmp_path / "subs", bundle=bundle, timeout_s=120)
+    status = {g.submission: (g.status, g.message) for g in report.grades if g.exercise == "device-h2d-seconds"}
+    assert status["honest"][0] == "passed", grade.table(report)
+    assert status["public-only"][0] == "failed" and "hidden" in status["public-only"][1], grade.table(report)
