@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+from lectorch.exercises import Case
 from lectorch.exercises import flops as ex
 from lectorch.flops import linear_flops
 from lectorch.hardware import GPUS, get_gpu
@@ -25,7 +26,35 @@ def time_ratio() -> float:
 EXPECTED = {"flops-time-ratio": time_ratio()}
 
 
+def _compute_bound(mkn) -> bool:
+    ridge = max(g.peak_flops("fp32") / g.bandwidth_bytes_per_s for g in GPUS.values())
+    return matmul_intensity(*mkn, "fp32") > ridge
+
+
+def _bytes(m, k, n) -> int:
+    return 4 * (m * k + k * n + m * n)
+
+
+def _ratio_cases(rng: random.Random) -> list:
+    """Pairs of fp32 matmuls, both compute-bound, whose FLOP ratio is far from their bytes' ratio
+    (so the "bytes moved" slip fails) and from 1 (so "upside down" fails)."""
+    cases = []
+    while len(cases) < 4:
+        a = tuple(128 * rng.randint(4, 16) for _ in range(3))
+        b = tuple(d * rng.choice([1, 2, 3, 4]) for d in a)
+        flops = linear_flops(*b) / linear_flops(*a)
+        if not (_compute_bound(a) and _compute_bound(b)) or flops < 3:
+            continue
+        if 0.7 < flops / (_bytes(*b) / _bytes(*a)) < 1.4:
+            continue
+        a, b = (a, b) if rng.random() < 0.7 else (b, a)  # now and then the smaller one second
+        cases.append(Case(args=(a, b), expected=linear_flops(*b) / linear_flops(*a), description="a hidden pair"))
+    return cases
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "flops-time-ratio":
+        return _ratio_cases(rng)
     if exercise_id == "flops-mfu-from-time":
         a100 = get_gpu("A100")
         return [ex.mfu_case(4096, 1024, 4096, 2.5e-4, a100.peak_flops("bf16"), "a rectangular bf16 matmul on an A100"),
