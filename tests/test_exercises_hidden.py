@@ -23,6 +23,7 @@ import torch
 
 import lectorch
 import lectorch.backprop
+import lectorch.bench
 import lectorch.memory
 import lectorch.transfer
 from lectorch import hardware, napkin
@@ -184,6 +185,22 @@ SPECS = {
                "forward alone": lambda b, d, h: 4 * b * d * h,
                "library": _tied_by_counter},
         bypass="library"),
+    "scale-hfu": dict(
+        correct=[lambda p, t, n: 8 * p * t / (n * _PEAK),
+                 lambda p, t, n: float(_f32(8.0) * _f32(p) * _f32(t) / (_f32(n) * _f32(989.5e12)))],
+        wrong={"MFU": lambda p, t, n: 6 * p * t / (n * _PEAK),
+               "sparse peak": lambda p, t, n: 8 * p * t / (n * 2 * _PEAK),
+               "one GPU": lambda p, t, n: 8 * p * t / _PEAK,
+               "library": lambda p, t, n: lectorch.bench.mfu(8 * p * t, 1.0, n * _PEAK)},
+        bypass="library"),
+    "scale-int4-bytes": dict(
+        correct=[lambda p, g: p * (4 + 32 / g) / 8,
+                 lambda p, g: float(_f32(p) / 2 + _f32(p) / g * 4)],  # fp32, half a byte + 4 bytes a group
+        wrong={"no zero point": lambda p, g: p * (4 + 16 / g) / 8,
+               "no group data": lambda p, g: p * 4 / 8,
+               "bits": lambda p, g: p * (4 + 32 / g),
+               "always groups of 64": lambda p, g: p * 4.5 / 8},
+        right_on_the_page=("always groups of 64",)),
 }
 
 
