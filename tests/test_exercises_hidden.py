@@ -201,7 +201,31 @@ SPECS = {
                "bits": lambda p, g: p * (4 + 32 / g),
                "always groups of 64": lambda p, g: p * 4.5 / 8},
         right_on_the_page=("always groups of 64",)),
+    "init-relu-depth": dict(
+        correct=[lambda b: 2 ** (-b / 2), lambda b: math.sqrt(0.5) ** b,
+                 lambda b: float(np.sqrt(np.float32(0.5) ** b))],  # fp32
+        wrong={"no ReLU effect": lambda b: 1.0,
+               "halves the std": lambda b: 0.5 ** b,
+               "one ReLU fewer": lambda b: 2 ** (-(b - 1) / 2),
+               "simulated": lambda b: _relu_stack_simulated(b)},
+        bypass="simulated"),
+    "init-variant-params": dict(
+        correct=[lambda d, n, o: n * (d * d + d) + d * o + o,
+                 lambda d, n, o: sum(d_in * d_out + d_out for d_in, d_out in [(d, d)] * n + [(d, o)])],
+        wrong={"plain Cruncher": lambda d, n, o: n * d * d + d,
+               "head without biases": lambda d, n, o: n * (d * d + d) + d * o,
+               "one output": lambda d, n, o: n * (d * d + d) + d + 1,
+               "built": lambda d, n, o: sum(p.numel() for p in torch.nn.Linear(d, o).parameters()) + n * (d * d + d)},
+        bypass="built", right_on_the_page=()),
 }
+
+
+def _relu_stack_simulated(blocks, width=256):
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(64, width, generator=g)
+    for _ in range(blocks):
+        h = torch.relu(h @ (torch.randn(width, width, generator=g) / width**0.5))
+    return (h @ (torch.randn(width, width, generator=g) / width**0.5)).std().item()
 
 
 def hidden(ex_id, seed=0):
