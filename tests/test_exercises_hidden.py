@@ -217,6 +217,14 @@ SPECS = {
                "one output": lambda d, n, o: n * (d * d + d) + d + 1,
                "built": lambda d, n, o: sum(p.numel() for p in torch.nn.Linear(d, o).parameters()) + n * (d * d + d)},
         bypass="built", right_on_the_page=()),
+    "train-ckpt-size": dict(
+        correct=[lambda v, d, n: 12 * (2 * v * d + 8 * d * d * n),
+                 lambda v, d, n: sum(3 * 4 * k for k in [v * d, v * d] + [8 * d * d] * n)],
+        wrong={"with gradients": lambda v, d, n: 16 * (2 * v * d + 8 * d * d * n),
+               "weights only": lambda v, d, n: 4 * (2 * v * d + 8 * d * d * n),
+               "in elements": lambda v, d, n: 3 * (2 * v * d + 8 * d * d * n),
+               "built": lambda v, d, n: 12 * (2 * torch.nn.Embedding(v, d).weight.numel() + 8 * d * d * n)},
+        bypass="built"),
 }
 
 
