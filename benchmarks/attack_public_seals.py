@@ -47,7 +47,7 @@ def recover(ex_id: str, seal: Sealed) -> tuple[float | None, int]:
     sign, q = found
     s = 1.0 if sign == "+" else -1.0
     lo, hi = 2.0 ** (q / 4), 2.0 ** ((q + 1) / 4)
-    rtol, atol = seal.rtol, seal.atol
+    rtol = seal.rtol
     width = _log_width(rtol) if rtol > 0 else 0.0
     first, last = (math.floor(math.log(lo) / width), math.floor(math.log(hi) / width)) if width else (0, -1)
     if rtol > 0 and last - first < MAX_TRIES // 4:  # else (a tolerance of 1e-9): try whole numbers

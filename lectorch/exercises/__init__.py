@@ -616,7 +616,7 @@ def after_prediction(exercise_id: str):
     >>> with after_prediction("flops-time-ratio"):
     ...     print("measured: 7.9")
     📝 The measurement is held back until you record a prediction: run the check of your prediction (lectorch.check("flops-time-ratio", ...)) first, then this cell again.
-    >>> _ = check("flops-time-ratio", 8)
+    >>> _ = check("flops-time-ratio", lambda a, b: 8)  # a prediction as a function of the matmuls
     >>> with after_prediction("flops-time-ratio"):
     ...     print("measured: 7.9")
     measured: 7.9
