@@ -203,8 +203,10 @@ def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping 
                  exercise_ids: list[str] | None = None) -> dict:
     """The grading bundle (a dict of plain data) for every exercise of ``registry`` (default: all).
 
-    Function exercises get their public cases, ``generate(rng)`` cases and hidden cases; value and
-    prediction exercises their plain value from ``EXPECTED`` (checked against the package's seal).
+    Function exercises get their public cases, ``generate(rng)`` cases and hidden cases; so do value
+    and prediction exercises asked as a function of their setting (``Exercise.takes_function``:
+    the public case's seal is swapped for the plain value from ``EXPECTED``); other value and
+    prediction exercises get their plain value from ``EXPECTED`` (checked against the package's seal).
     ``rng`` is ``random.Random(f"{seed}:{exercise_id}")``: one exercise's cases do not depend on
     which other exercises exist.
     """
@@ -222,15 +224,26 @@ def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping 
     for ex_id in exercise_ids or sorted(registry):
         ex = registry[ex_id]
         rng = grading_rng(seed, ex_id)
-        if ex.kind == "function":
-            from grading.case_seals import expected_of, references
+        if ex.takes_function:
+            if ex.kind == "function":
+                from grading.case_seals import expected_of, references
 
-            refs = references(modules)  # the package holds only seals of the public cases' results
-            cases = [dataclasses.replace(c, expected=expected_of(refs, ex_id, c)) for c in ex.cases]
+                refs = references(modules)  # the package holds only seals of the public cases' results
+                cases = [dataclasses.replace(c, expected=expected_of(refs, ex_id, c)) for c in ex.cases]
+            else:
+                cases = []
+                for case in ex.cases:
+                    if isinstance(case.expected, Sealed):  # the page's numbers: their plain answer
+                        if ex_id not in values or not case.expected.matches(ex_id, values[ex_id]):
+                            problems.append(f"{ex_id}: EXPECTED does not match the public case's seal (re-seal it)")
+                            continue
+                        case = dataclasses.replace(case, expected=values[ex_id])
+                    cases.append(case)
             if ex.generate is not None:
                 cases += list(ex.generate(rng))
             cases += hidden_cases(modules, ex_id, rng)
-            entries[ex_id] = {"kind": ex.kind,
+            # a value or prediction asked as a function is graded like a function exercise
+            entries[ex_id] = {"kind": "function",
                               "cases": [_case(c, f"{ex_id} case {i}") for i, c in enumerate(cases, 1)]}
             continue
         if ex_id in values:

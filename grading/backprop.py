@@ -97,7 +97,23 @@ def random_skip_cases(rng: random.Random, n: int = 3) -> list:
     return out
 
 
+def backward_ratio(dim: int, num_layers: int) -> float:
+    """Backward over forward FLOPs of a Cruncher: the time ratio when every matmul runs as fast."""
+    from lectorch.backprop import cruncher_flops
+
+    return cruncher_flops(1, dim, num_layers).ratio
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    from lectorch.exercises import Case
+
+    if exercise_id == "backprop-time-ratio":  # shallow stacks: the first layer's missing input gradient shows
+        settings = [(128, 1), (rng.choice([256, 1024]), 2), (rng.choice([64, 512]), 3), (2048, rng.randint(10, 40))]
+        return [Case(args=s, expected=backward_ratio(*s), description="a hidden Cruncher") for s in settings]
+    if exercise_id == "backprop-tied-flops":
+        settings = [(1, 1, 1), (rng.randint(2, 300), rng.randint(2, 300), rng.randint(2, 300)),
+                    (rng.choice([8, 32, 128]), rng.choice([768, 1024, 4096]), rng.choice([16, 64, 256]))]
+        return [Case(args=s, expected=tied_flops(*s), description="a hidden autoencoder") for s in settings]
     if exercise_id == "backprop-mlp-backward":
         return _with_expected(exercise_id, [
             ex.backward_case(3, [17, 1, 40, 9], False, "a bottleneck of width 1"),

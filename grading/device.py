@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import random
 
+import torch
+
 from lectorch.device import allocator_bytes
 from lectorch.dtypes import bytes_per_element
 from lectorch.exercises import Case
@@ -77,7 +79,37 @@ def _streams(rng: random.Random) -> list[Case]:
                     "hidden: a simulated stream") for _ in range(3)]
 
 
-HIDDEN = {"device-allocated-peak": _events, "device-timing-debug": _streams}
+def gpu_bytes(shape, dtype):
+    """Bytes of a dense tensor of ``shape`` and ``dtype``, wherever it lives."""
+    return math.prod(shape) * dtype.itemsize
+
+
+def h2d_seconds(shape, dtype, pcie_generation):
+    """Seconds to copy such a tensor over a PCIe x16 link of that generation, at its peak."""
+    return gpu_bytes(shape, dtype) / pcie_bytes_per_s(pcie_generation)
+
+
+_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int8, torch.float64, torch.int64)
+
+
+def _shape(rng: random.Random) -> tuple:
+    return tuple(rng.choice([3, 64, 100, 512, 1000, 4096, 8192]) for _ in range(rng.randint(1, 3)))
+
+
+def _gpu_bytes_cases(rng: random.Random) -> list[Case]:
+    settings = [((4096, 256), torch.float32), ((7,), torch.int8)] + [(_shape(rng), rng.choice(_DTYPES)) for _ in range(3)]
+    return [Case(args=s, expected=gpu_bytes(*s), description="a hidden tensor") for s in settings]
+
+
+def _h2d_cases(rng: random.Random) -> list[Case]:
+    settings = [((8192, 16384), torch.float32, 4), ((4096, 4096), torch.bfloat16, 3)]
+    settings += [((rng.choice([1024, 4096, 8192]), rng.choice([1000, 4096, 16384])), rng.choice(_DTYPES),
+                  rng.choice([3, 4, 5])) for _ in range(3)]
+    return [Case(args=s, expected=h2d_seconds(*s), description="a hidden copy") for s in settings]
+
+
+HIDDEN = {"device-allocated-peak": _events, "device-timing-debug": _streams,
+          "device-gpu-bytes": _gpu_bytes_cases, "device-h2d-seconds": _h2d_cases}
 
 REFERENCE = {"device-allocated-peak": lambda case: readings(*case.args)}
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 import random
 
+from lectorch.exercises import Case
 from lectorch.exercises import flops as ex
 from lectorch.flops import linear_flops
-from lectorch.exercises import Case
 from lectorch.hardware import GPUS, get_gpu
 from lectorch.roofline import matmul_intensity
 
@@ -78,10 +78,37 @@ def random_smallest_n_cases(rng: random.Random, n: int = 3) -> list[Case]:
         peak, bandwidth = 10 ** rng.uniform(11, 15), 10 ** rng.uniform(10, 12.5)
         b = rng.choice([1, 2, 4])
         cases.append(ex.smallest_n_case(peak, bandwidth, b, f"a made-up processor, {b}-byte elements"))
+
+
+def _compute_bound(mkn) -> bool:
+    ridge = max(g.peak_flops("fp32") / g.bandwidth_bytes_per_s for g in GPUS.values())
+    return matmul_intensity(*mkn, "fp32") > ridge
+
+
+def _bytes(m, k, n) -> int:
+    return 4 * (m * k + k * n + m * n)
+
+
+def _ratio_cases(rng: random.Random) -> list:
+    """Pairs of fp32 matmuls, both compute-bound, whose FLOP ratio is far from their bytes' ratio
+    (so the "bytes moved" slip fails) and from 1 (so "upside down" fails)."""
+    cases = []
+    while len(cases) < 4:
+        a = tuple(128 * rng.randint(4, 16) for _ in range(3))
+        b = tuple(d * rng.choice([1, 2, 3, 4]) for d in a)
+        flops = linear_flops(*b) / linear_flops(*a)
+        if not (_compute_bound(a) and _compute_bound(b)) or flops < 3:
+            continue
+        if 0.7 < flops / (_bytes(*b) / _bytes(*a)) < 1.4:
+            continue
+        a, b = (a, b) if rng.random() < 0.7 else (b, a)  # now and then the smaller one second
+        cases.append(Case(args=(a, b), expected=linear_flops(*b) / linear_flops(*a), description="a hidden pair"))
     return cases
 
 
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "flops-time-ratio":
+        return _ratio_cases(rng)
     if exercise_id == "flops-mfu-from-time":
         a100 = get_gpu("A100")
         return _with_expected(exercise_id, [

@@ -81,7 +81,21 @@ def random_leaky_cases(rng: random.Random, n: int = 3) -> list:
                           f"fan_in {f}, slope {s}") for _ in range(n)]
 
 
+def variant_params(dim: int, num_layers: int, outputs: int) -> int:
+    """Parameters of the biased Cruncher variant, counted by torch (on the meta device)."""
+    return sum(p.numel() for p in BiasedCruncher(dim, num_layers, outputs).parameters())
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    from lectorch.exercises import Case
+
+    if exercise_id == "init-relu-depth":  # the std after each ReLU: shallow and deep stacks
+        blocks = [1, 2, rng.randint(3, 6), rng.randint(10, 16)]
+        return [Case(args=(b,), expected=relu_stack_std(b), description="a hidden depth") for b in blocks]
+    if exercise_id == "init-variant-params":
+        settings = [(1, 1, 1), (rng.randint(2, 100), rng.randint(1, 5), rng.randint(2, 20)),
+                    (rng.choice([512, 1024, 4096]), rng.randint(6, 48), rng.choice([2, 100, 1000]))]
+        return [Case(args=s, expected=variant_params(*s), description="a hidden variant") for s in settings]
     if exercise_id == "init-fix-trunc":
         return _with_expected(exercise_id, [
             ex.trunc_case((16, 4096), 10, "a 16×4096 weight: fan_in 16"),

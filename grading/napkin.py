@@ -21,6 +21,7 @@ _EIGHT_BIT_ADAM = 2 + 2 + 4 + 2 * (1 + 4 / _BLOCK)
 # ZeRO stage 2 over 64 GPUs: bf16 weights whole; gradients, master weights, moments sharded
 _ZERO2_PER_GPU = 2 + (2 + 4 + 8) / 64
 
+#: the public cases (the page's numbers) of the value exercises; hidden cases: ``HIDDEN``
 EXPECTED = {
     "napkin-two-weeks": 8 * 14 * napkin.SECONDS_PER_DAY * _H100.peak_flops("bf16"),
     "napkin-8bit-adam-bytes": _EIGHT_BIT_ADAM,
@@ -48,7 +49,47 @@ def _gpus_cases(rng: random.Random) -> list[Case]:
     return [Case(args=r, expected=gpus_needed(*r), description="a hidden run") for r in runs]
 
 
-HIDDEN = {"napkin-gpus-needed": _gpus_cases}
+def node_flops(num_gpus, days):
+    """FLOPs of ``num_gpus`` H100s running ``days`` days at their dense bf16 peak (MFU 1)."""
+    return num_gpus * days * napkin.SECONDS_PER_DAY * _H100.peak_flops("bf16")
+
+
+def bytes_8bit_adam(block):
+    """Bytes per parameter of mixed-precision AdamW whose two moments take 1 byte per value in
+    blocks of ``block`` values, each block with one float32 scale."""
+    return 2 + 2 + 4 + 2 * (1 + 4 / block)
+
+
+def zero2_params(num_gpus, memory_bytes):
+    """The most parameters ZeRO stage 2 fits on ``num_gpus`` GPUs of ``memory_bytes`` each."""
+    return memory_bytes / (2 + (2 + 4 + 8) / num_gpus)
+
+
+def _node_flops_cases(rng: random.Random) -> list[Case]:
+    settings = [(1, 1), (rng.randint(2, 7), rng.randint(15, 60)), (rng.randint(16, 2048), round(rng.uniform(0.5, 90), 2))]
+    settings += [(rng.choice([8, 64, 256, 1024]) * rng.randint(1, 4), rng.randint(1, 30))]
+    return [Case(args=s, expected=node_flops(*s), description="a hidden cluster") for s in settings]
+
+
+def _eight_bit_cases(rng: random.Random) -> list[Case]:
+    # blocks of at most 512 values: larger ones make the scales cost less than the ±0.1 % tolerance
+    blocks = rng.sample([8, 16, 32, 48, 64, 100, 128, 192, 384, 512], 4)
+    return [Case(args=(b,), expected=bytes_8bit_adam(b), description="a hidden block size") for b in blocks]
+
+
+def _zero2_cases(rng: random.Random) -> list[Case]:
+    gpus = [rng.randint(2, 7), rng.randint(8, 63), rng.randint(65, 1024), rng.choice([16, 128, 512])]
+    memories = rng.sample([16e9, 24e9, 40e9, 48e9, 94e9, 141e9, 192e9], 4)
+    return [Case(args=(g, m), expected=zero2_params(g, m), description="a hidden data-parallel group")
+            for g, m in zip(gpus, memories)]
+
+
+HIDDEN = {
+    "napkin-gpus-needed": _gpus_cases,
+    "napkin-two-weeks": _node_flops_cases,
+    "napkin-8bit-adam-bytes": _eight_bit_cases,
+    "napkin-zero2-params": _zero2_cases,
+}
 
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
 SLIPS = {

@@ -31,6 +31,31 @@ EXPECTED = {
 }
 
 
+def bf16_stores(n):
+    """What bfloat16 stores for the integer ``n`` (round to nearest, ties to even)."""
+    return torch.tensor(float(n), dtype=torch.bfloat16).item()
+
+
+def _bf16_cases(rng: random.Random) -> list[Case]:
+    ns = [255, 2**15 + 2**7]  # exact below 256; a tie that rounds down, to the even mantissa
+    for k in rng.sample(range(8, 16), 3):  # in [2**k, 2**(k+1)) the spacing is 2**(k-7)
+        ns.append(2**k + rng.randrange(1, 2**k))
+    k = rng.randrange(9, 16)
+    ns.append(2**k + (2 * rng.randrange(2**6) + 1) * 2**(k - 8))  # a tie
+    return [Case(args=(n,), expected=bf16_stores(n), description="a hidden integer") for n in ns]
+
+
+def _stall_cases(rng: random.Random) -> list[Case]:
+    steps = []
+    while len(steps) < 4:
+        step = round(10 ** rng.uniform(-3.5, -0.5), 5)
+        # away from powers of two: there half a gap equals the step, and the step's own bf16 rounding decides
+        if abs(math.log2(step) - round(math.log2(step))) > 0.05:
+            steps.append(round(step, 5))
+    return [Case(args=(s,), expected=_stall_of(s), description="a hidden step") for s in steps]
+
+
+
 def tensor_nbytes(shape, dtype):
     """The reference solution of precision-tensor-bytes."""
     return math.prod(shape) * dtype.itemsize
@@ -102,7 +127,8 @@ def _logit_cases(rng: random.Random) -> list[Case]:
     return [Case(args=(x,), expected=torch_log_probs(x), description="hidden logits") for x in xs] + _random_logits(rng)
 
 
-HIDDEN = {"precision-tensor-bytes": _tensor_cases, "precision-log-softmax": _logit_cases}
+HIDDEN = {"precision-tensor-bytes": _tensor_cases, "precision-log-softmax": _logit_cases,
+          "precision-bf16-257": _bf16_cases, "precision-bf16-stall": _stall_cases}
 
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
 SLIPS = {

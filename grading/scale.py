@@ -79,7 +79,29 @@ def random_saved_cases(rng: random.Random, count: int) -> list:
 REFERENCE = {"scale-saved-bytes": lambda case: measured_saved_bytes(*case.args, **case.kwargs)}
 
 
+def hfu(params, tokens_per_s, num_gpus):
+    """HFU with every layer recomputed: 8 FLOPs per token and parameter over the dense bf16 peak."""
+    return 8 * params * tokens_per_s / (num_gpus * _H100.peak_flops("bf16"))
+
+
+def int4_bytes(params, group):
+    """Bytes of int4 weights in groups of ``group``, each with an fp16 scale and an fp16 zero."""
+    return params * (4 + 32 / group) / 8
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    from lectorch.exercises import Case
+
+    if exercise_id == "scale-hfu":
+        runs = []
+        for params, gpus in [(1.3e9, 8), (rng.choice([8e9, 13e9, 34e9]), rng.choice([32, 128, 256])), (70e9, 512)]:
+            # the tokens per second of a plausible run: an HFU between 0.25 and 0.85
+            tokens_per_s = round(rng.uniform(0.25, 0.85) * gpus * _H100.peak_flops("bf16") / (8 * params), -3)
+            runs.append((params, tokens_per_s, gpus))
+        return [Case(args=r, expected=hfu(*r), description="a hidden run") for r in runs]
+    if exercise_id == "scale-int4-bytes":
+        settings = [(7e9, 128), (rng.choice([1.5e9, 13e9, 405e9]), 32), (rng.uniform(1e9, 1e11), rng.choice([16, 256]))]
+        return [Case(args=s, expected=int4_bytes(*s), description="a hidden model") for s in settings]
     if exercise_id == "scale-saved-bytes":
         return [saved_case(3, 5, 8, 2, 7, True),
                 saved_case(2, 4, 4, 3, 50, False),

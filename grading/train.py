@@ -124,7 +124,23 @@ def random_lr_cases(rng: random.Random, count: int) -> list:
     return cases
 
 
+def ckpt_bytes(vocab_size: int, dim: int, num_layers: int) -> int:
+    """Tensor bytes of a TinyLM's checkpoint with AdamW in fp32: weights and two moments, 12 bytes
+    per parameter (counted by torch, on the meta device)."""
+    import torch
+
+    with torch.device("meta"):
+        model = TinyLM(vocab_size, dim, num_layers)
+    return 12 * sum(p.numel() for p in model.parameters())
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "train-ckpt-size":
+        from lectorch.exercises import Case
+
+        models = [(256, 32, 1), (rng.choice([1000, 8192, 50257]), rng.choice([64, 256, 768]), rng.randint(2, 12)),
+                  (rng.randint(10, 500), 16 * rng.randint(1, 16), rng.randint(1, 6))]
+        return [Case(args=m, expected=ckpt_bytes(*m), description="a hidden TinyLM") for m in models]
     if exercise_id == "train-get-batch":
         seed = lambda: GeneratorSeed(rng.randrange(10**6))  # noqa: E731
         return _with_expected(exercise_id, [

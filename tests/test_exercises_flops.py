@@ -22,6 +22,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 
+def _const(value):
+    """The page's answer as a function of the setting (these exercises take one): right on the
+    public case only."""
+    return lambda *args, **kwargs: value
+
+
 def grading():
     sys.path.insert(0, str(ROOT))
     try:
@@ -82,8 +88,8 @@ def cold_median(fn, sync, clock, trials=5):  # synchronised median, but no warm-
 def test_reference_solutions_pass():
     assert lectorch.check("flops-mfu-from-time", matmul_mfu).passed
     assert lectorch.check("flops-compute-bound-n", smallest_compute_bound_n).passed
-    assert lectorch.check("flops-time-ratio", 8, measured=9.1).passed
-    assert lectorch.check("flops-time-ratio", 7).passed  # within ±25 %
+    assert lectorch.check("flops-time-ratio", _const(8), measured=9.1).passed
+    assert lectorch.check("flops-time-ratio", _const(7)).passed  # within ±25 %
     assert lectorch.check("flops-honest-timer", time_call).passed
 
 
@@ -116,9 +122,9 @@ def test_hidden_cases_pass_the_reference():
         ("flops-compute-bound-n", lambda p, bw, b: 1.5 * b * p / bw, "int"),
         ("flops-compute-bound-n", lambda p, bw, b: math.floor(1.5 * b * p / bw), "too small"),
         ("flops-compute-bound-n", lambda p, bw, b: math.ceil(3 * b * p / bw), "too large"),
-        ("flops-time-ratio", 4, "bytes moved"),
-        ("flops-time-ratio", 1 / 8, "upside down"),
-        ("flops-time-ratio", 2, "too small by a factor of about"),
+        ("flops-time-ratio", _const(4), "bytes moved"),
+        ("flops-time-ratio", _const(1 / 8), "upside down"),
+        ("flops-time-ratio", _const(2), "too small by a factor of about"),
         ("flops-honest-timer", time_call_stub, "clock stopped while"),
         ("flops-honest-timer", synced_mean, "one-off slow call"),
         ("flops-honest-timer", cold_median, "cold calls"),
@@ -131,9 +137,9 @@ def test_wrong_answers_fail_with_a_useful_message(exercise, answer, message):
 
 
 def test_the_prediction_feedback_states_the_measurement():
-    result = lectorch.check("flops-time-ratio", 8, measured=9.0)
+    result = lectorch.check("flops-time-ratio", _const(8), measured=9.0)
     assert "(measured on this machine: 9" in result.message
-    assert "9" not in lectorch.check("flops-time-ratio", 4, measured=9.0).message.replace("4", "")
+    assert "9" not in lectorch.check("flops-time-ratio", _const(4), measured=9.0).message.replace("4", "")
 
 
 def test_the_simulated_device_is_asynchronous():

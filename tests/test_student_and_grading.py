@@ -107,7 +107,12 @@ def test_grader_end_to_end_on_chapter_00(tmp_path, capsys):
     for cell in reference.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    for who, nb in {"honest": reference,
+    # the page's answer hard-coded passes the practice check, but not the grader's hidden settings
+    public_only = nbformat.from_dict(reference)
+    for cell in public_only.cells:
+        if "def node_flops(" in cell.source:
+            cell.source = "def node_flops(num_gpus, days):\n    return 9.58e21"
+    for who, nb in {"honest": reference, "public-only": public_only,
                     "stub": student_edition.student_notebook(nbformat.read(CHAPTER_00, as_version=4))}.items():
         (subs / who).mkdir(parents=True)
         nbformat.write(nb, subs / who / CHAPTER_00.name)
@@ -115,6 +120,8 @@ def test_grader_end_to_end_on_chapter_00(tmp_path, capsys):
     status = {(g.submission, g.exercise): g.status for g in report.grades}
     assert {ex for _, ex in status} == set(ids)
     assert all(status[("honest", ex)] == "passed" for ex in ids), grade.table(report)
+    assert status[("public-only", "napkin-two-weeks")] == "failed", grade.table(report)
+    assert all(status[("public-only", ex)] == "passed" for ex in ids if ex != "napkin-two-weeks")
     assert not any(status[("stub", ex)] == "passed" for ex in ids), grade.table(report)
     with capsys.disabled():
         print("\n[grading] chapter 00: " + ", ".join(f"{r.submission} {r.seconds:.1f} s" for r in report.runs)

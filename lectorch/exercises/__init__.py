@@ -297,6 +297,13 @@ class Exercise:
         return self.rtol, self.atol
 
     @property
+    def takes_function(self) -> bool:
+        """True when the answer is a function run on cases: a function exercise, or a value or
+        prediction exercise asked as a function of its setting (its public case is the page's
+        numbers, sealed; the grader adds hidden settings from ``grading/<topic>.py``)."""
+        return self.kind == "function" or bool(self.cases or self.generate)
+
+    @property
     def hints(self) -> tuple[str, ...]:
         return (self.hint,) if isinstance(self.hint, str) else tuple(self.hint)
 
@@ -304,6 +311,12 @@ class Exercise:
         """One line on what the checker tests (for the static book), never the answer."""
         if self.summary:
             return self.summary
+        if self.takes_function and isinstance(self.expected, Sealed):
+            tol = _tolerance_text(self.expected)
+            if self.kind == "prediction":
+                return (f"judges your prediction at the page's setting against the physics ({tol}), and "
+                        "at hidden settings when graded; then compares it with your measurement")
+            return f"runs your function on the page's numbers ({tol}), and on hidden ones when graded"
         if self.kind == "function":
             n = len(self.cases) + (len(self.generate(random.Random(0))) if self.generate else 0)
             shown = [c.description for c in self.cases if c.description][:4]
@@ -407,7 +420,7 @@ def refused_names(ex: Exercise) -> tuple[str, ...]:
     names = list(ex.refuse)
     topic = _ORIGIN.get(ex.id)
     module = sys.modules.get(f"{__name__}.{topic}") if topic else None
-    if ex.kind == "function" and module is not None:
+    if ex.takes_function and module is not None:
         import types
 
         names += sorted(f"{module.__name__}.{n}" for n, v in vars(module).items()
@@ -497,7 +510,7 @@ def check(exercise_id: str, answer: Any, *, measured: float | None = None) -> Ch
 def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
     if _not_done(answer):
         return CheckResult(ex.id, "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again.")
-    if ex.kind in ("value", "prediction"):
+    if not ex.takes_function:
         if ex.kind == "prediction":
             _PREDICTED[ex.id] = answer  # the measurement may be shown now (``after_prediction``)
         problem = compare(ex, answer, ex.expected)
@@ -509,13 +522,18 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
             return CheckResult(ex.id, "passed", f"Correct: {what}.{tail}")
         return CheckResult(ex.id, "failed", problem)
     if not callable(answer):
-        return CheckResult(ex.id, "failed", f"Expected a function, got {type(answer).__name__}.")
+        asked = " of the setting (as the stub defines it)" if ex.kind != "function" else ""
+        return CheckResult(ex.id, "failed", f"Expected a function{asked}, got {type(answer).__name__}.")
     cases = list(ex.cases)
     if ex.generate is not None:
         cases += list(ex.generate(random.Random(f"{ex.id}:{_FAILURES.get(ex.id, 0)}")))
+    first = None  # what the answer returned on the first case (a prediction at the page's setting)
     for i, case in enumerate(cases, start=1):
         where = f"Case {i} of {len(cases)}" + (f" ({case.description})" if case.description else "")
         outcome = run_case(answer, case, ex)
+        if i == 1 and outcome[0] == "returned" and ex.kind == "prediction" and not _not_done(outcome[1]):
+            first = outcome[1]
+            _PREDICTED[ex.id] = first  # the measurement may be shown now (``after_prediction``)
         if outcome[0] == "not implemented":
             return CheckResult(ex.id, "not implemented", outcome[1])
         if outcome[0] == "raised":
@@ -537,6 +555,11 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
         if problem is not None:
             return CheckResult(ex.id, "failed", f"{where}: {problem}")
     n = len(cases)
+    if ex.kind == "prediction":
+        return CheckResult(ex.id, "passed", "Correct: your prediction agrees with the physics at the page's "
+                           f"setting.{_measured_text(first, measured)}")
+    if ex.kind == "value":  # a value asked as a function of its setting: the page's numbers only
+        return CheckResult(ex.id, "passed", f"Correct: {ex.title}, at the page's numbers.")
     return CheckResult(ex.id, "passed", f"Correct: {ex.title} ({n} case{'s' if n != 1 else ''} pass).")
 
 
@@ -583,6 +606,17 @@ def predicted(exercise_id: str) -> bool:
     return exercise_id in _PREDICTED
 
 
+def prediction_of(exercise_id: str) -> Any:
+    """The prediction last checked for ``exercise_id``: for a prediction asked as a function, what
+    it returned at the page's setting; ``...`` before any check (``versus_prediction`` then divides
+    by nothing).
+
+    >>> prediction_of("no-such-check-yet")
+    Ellipsis
+    """
+    return _PREDICTED.get(exercise_id, ...)
+
+
 @contextlib.contextmanager
 def after_prediction(exercise_id: str):
     """Hold back what the block prints (a measurement) until a prediction of ``exercise_id`` is
@@ -593,7 +627,7 @@ def after_prediction(exercise_id: str):
     >>> with after_prediction("flops-time-ratio"):
     ...     print("measured: 7.9")
     📝 The measurement is held back until you record a prediction: run the check of your prediction (lectorch.check("flops-time-ratio", ...)) first, then this cell again.
-    >>> _ = check("flops-time-ratio", 8)
+    >>> _ = check("flops-time-ratio", lambda a, b: 8)  # a prediction as a function of the matmuls
     >>> with after_prediction("flops-time-ratio"):
     ...     print("measured: 7.9")
     measured: 7.9
@@ -680,7 +714,9 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
         rtol, atol = ex.tolerance
         if within(x, float(expected), rtol, atol):
             return None
-        slip = _named_slip(ex, x)
+        # a named slip's wrong value is sealed for the page's numbers only: on another case it
+        # would name a mistake the student did not make
+        slip = _named_slip(ex, x) if not ex.takes_function else None
         if slip:
             return f"{_short(got)} is not right: {slip}"
         if expected != 0 and x != 0:
@@ -738,6 +774,8 @@ def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:
     for slip_ratio, slip in ex.slips.items():
         if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(ex.id, x / slip_ratio):
             return f"{_short(got)} is not right: {slip}"
+    if x == 0:
+        return "0 is not the answer: is a factor missing, or an integer division?"
     d = sealed.octaves_off(ex.id, x)
     if d is None:
         return f"{_short(got)} has the wrong sign, or is off by a factor of more than 10^19: recheck the units and signs."

@@ -21,6 +21,13 @@ import torch
 from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.sealed_cases import close, how_far, public_cases
 
+# the predict-then-measure ratio and the tied-weight FLOPs are functions of their setting: the
+# page's numbers are the public case (sealed); the grader tries hidden ones (grading/backprop.py)
+_TIME_RATIO = Sealed.stored("backprop-time-ratio")
+_TIED = Sealed.stored("backprop-tied-flops")
+_FLOP_COUNTERS = ("lectorch.backprop.mlp_flops", "lectorch.backprop.cruncher_flops", "lectorch.backprop.measured_flops",
+                  "torch.utils.flop_counter.FlopCounterMode")
+
 # --- backward FLOPs of an MLP (warm-up) ------------------------------------------------------------
 
 
@@ -93,9 +100,14 @@ register(
 register(
     Exercise(
         id="backprop-time-ratio",
-        title="backward time / forward time of a deep stack of linear layers",
+        title="backward_ratio(dim, num_layers): backward time / forward time of a Cruncher",
         kind="prediction",
-        expected=Sealed.stored("backprop-time-ratio"),
+        expected=_TIME_RATIO,
+        cases=(Case(args=(4096, 8), expected=_TIME_RATIO, description="D = 4096, 8 layers (the GPU's run)"),),
+        rtol=_TIME_RATIO.rtol,
+        refuse_what="the prediction",
+        no_tensors=True,
+        refuse=_FLOP_COUNTERS,
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
         slips={
@@ -110,9 +122,14 @@ register(
 register(
     Exercise(
         id="backprop-tied-flops",
-        title="training FLOPs of a tied-weight autoencoder, B=64, D=512, H=128",
+        title="tied_flops(batch, dim, hidden): training FLOPs of a tied-weight autoencoder",
         kind="value",
-        expected=Sealed.stored("backprop-tied-flops"),
+        expected=_TIED,
+        cases=(Case(args=(64, 512, 128), expected=_TIED, description="B = 64, D = 512, H = 128"),),
+        rtol=_TIED.rtol,
+        refuse_what="the FLOP count",
+        no_tensors=True,
+        refuse=_FLOP_COUNTERS,
         hint=("Count uses, not parameters: W takes part in two matmuls forward; each of them has its "
               "own backward matmuls.",
               "The decoder's input h is an activation (its gradient is needed); the encoder's input x "

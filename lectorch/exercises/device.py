@@ -10,15 +10,28 @@ from __future__ import annotations
 import numbers
 import random
 
+import torch
+
 from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.sealed_cases import close, public_cases
+
+# asked as functions of their setting: the page's numbers are the public case (sealed); the
+# grader tries hidden tensors and links (grading/device.py)
+_GPU_BYTES = Sealed.stored("device-gpu-bytes")
+_H2D = Sealed.stored("device-h2d-seconds")
 
 register(
     Exercise(
         id="device-gpu-bytes",
-        title="the bytes of a float16 tensor created on the GPU",
+        title="gpu_bytes(shape, dtype): the bytes of a tensor created on the GPU",
         kind="value",
-        expected=Sealed.stored("device-gpu-bytes"),
+        expected=_GPU_BYTES,
+        cases=(Case(args=((256, 4096), torch.float16), expected=_GPU_BYTES,
+                    description="torch.randn(256, 4096, dtype=torch.float16, device='cuda')"),),
+        rtol=_GPU_BYTES.rtol,
+        refuse_what="the byte count",
+        no_tensors=True,
+        refuse=("lectorch.memory.tensor_bytes", "lectorch.memory.bytes_of", "lectorch.dtypes.bytes_per_element"),
         hint="elements × bytes per element; where the tensor lives does not change its size.",
         slips={
             "float16-2-bytes": "float16 has 2 bytes per element, not 4.",
@@ -87,9 +100,16 @@ register(
 register(
     Exercise(
         id="device-h2d-seconds",
-        title="the seconds to copy 256 MiB of bf16 over PCIe 5.0 x16",
+        title="h2d_seconds(shape, dtype, pcie_generation): the seconds of a host-to-GPU copy at the link's peak",
         kind="prediction",
-        expected=Sealed.stored("device-h2d-seconds"),
+        expected=_H2D,
+        cases=(Case(args=((8192, 16384), torch.bfloat16, 5), expected=_H2D,
+                    description="an (8192, 16384) bf16 tensor over PCIe 5.0 x16"),),
+        rtol=_H2D.rtol,
+        refuse_what="the prediction",
+        no_tensors=True,
+        refuse=("lectorch.transfer.transfer_seconds", "lectorch.transfer.measure_copy",
+                "lectorch.memory.tensor_bytes", "lectorch.memory.bytes_of", "lectorch.dtypes.bytes_per_element"),
         hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
               "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={

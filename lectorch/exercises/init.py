@@ -21,6 +21,11 @@ from lectorch import init
 from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
 from lectorch.exercises.sealed_cases import close, public_cases
 
+# the ReLU-depth prediction and the variant's parameter count are functions of their setting: the
+# page's numbers are the public case (sealed); the grader tries hidden ones (grading/init.py)
+_RELU_DEPTH = Sealed.stored("init-relu-depth")
+_VARIANT = Sealed.stored("init-variant-params")
+
 # --- debug: truncate at ±3 standard deviations, fan_in from the right axis ------------------------
 
 #: The relative tolerance on the draws' std (the samples have >= 65 536 elements: noise < 0.5 %).
@@ -87,9 +92,13 @@ register(
 register(
     Exercise(
         id="init-relu-depth",
-        title="the output std of 8 LeCun-initialised Linear → ReLU blocks and a final Linear",
+        title="relu_depth_std(blocks): the output std of LeCun-initialised Linear → ReLU blocks and a final Linear",
         kind="prediction",
-        expected=Sealed.stored("init-relu-depth"),
+        expected=_RELU_DEPTH,
+        cases=(Case(args=(8,), expected=_RELU_DEPTH, description="8 blocks"),),
+        rtol=_RELU_DEPTH.rtol,
+        refuse_what="the prediction",
+        no_tensors=True,
         hint=("Follow the second moment E[z²] (not the variance) of each layer's output: what does a "
               "ReLU do to it, and what does the next LeCun layer do?",),
         slips={
@@ -161,9 +170,13 @@ register(
 register(
     Exercise(
         id="init-variant-params",
-        title="the parameters of a Cruncher(768, 12) variant with biases and a 10-way head",
+        title="variant_params(dim, num_layers, outputs): the parameters of a Cruncher variant with biases",
         kind="value",
-        expected=Sealed.stored("init-variant-params"),
+        expected=_VARIANT,
+        cases=(Case(args=(768, 12, 10), expected=_VARIANT, description="Cruncher(768, 12), a 10-way head"),),
+        rtol=_VARIANT.rtol,
+        refuse_what="the parameter count",
+        no_tensors=True,
         hint=("Count layer by layer: a linear layer from D_in to D_out with a bias has a D_in×D_out "
               "weight and D_out biases.",),
         slips={

@@ -1,6 +1,7 @@
 """Exercises of chapter 00, napkin math.
 
 The expected values are sealed; the plain values and the hidden cases live in ``grading/napkin.py``.
+The three value exercises are functions of their setting: the page's numbers are their public case.
 """
 
 from __future__ import annotations
@@ -12,12 +13,22 @@ import random
 from lectorch import napkin
 from lectorch.exercises import Case, Exercise, Sealed, register
 
+# value exercises asked as functions of their setting: the page's numbers are the public case
+# (sealed); the grader runs the student's function on hidden settings (grading/napkin.py)
+_TWO_WEEKS = Sealed.stored("napkin-two-weeks")
+_EIGHT_BIT = Sealed.stored("napkin-8bit-adam-bytes")
+_ZERO2 = Sealed.stored("napkin-zero2-params")
+
 register(
     Exercise(
         id="napkin-two-weeks",
-        title="FLOPs of 8 H100s running for two weeks at their dense bf16 peak",
+        title="node_flops(num_gpus, days): FLOPs of H100s at their dense bf16 peak",
         kind="value",
-        expected=Sealed.stored("napkin-two-weeks"),
+        expected=_TWO_WEEKS,
+        cases=(Case(args=(8, 14), expected=_TWO_WEEKS, description="8 H100s for two weeks"),),
+        rtol=_TWO_WEEKS.rtol,
+        refuse_what="the FLOP count of a cluster",
+        refuse=("lectorch.napkin.cluster_flops_per_s", "lectorch.napkin.training_days", "lectorch.napkin.summarize"),
         hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
               "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
@@ -33,9 +44,11 @@ register(
 register(
     Exercise(
         id="napkin-8bit-adam-bytes",
-        title="bytes per parameter of mixed-precision AdamW with block-wise 8-bit moments",
+        title="bytes_8bit_adam(block): bytes per parameter of mixed-precision AdamW with block-wise 8-bit moments",
         kind="value",
-        expected=Sealed.stored("napkin-8bit-adam-bytes"),
+        expected=_EIGHT_BIT,
+        cases=(Case(args=(256,), expected=_EIGHT_BIT, description="blocks of 256 values"),),
+        rtol=_EIGHT_BIT.rtol,
         hint=("list every tensor kept per parameter (weights, gradients, master copy, two moments) with "
               "its bytes, then add what the quantisation itself stores.",
               "a scale is one float32 (4 bytes) shared by a whole block: per parameter it costs "
@@ -53,9 +66,13 @@ register(
 register(
     Exercise(
         id="napkin-zero2-params",
-        title="the largest model that ZeRO stage 2 fits on 64 H100s",
+        title="zero2_params(num_gpus, memory_bytes): the largest model that ZeRO stage 2 fits",
         kind="value",
-        expected=Sealed.stored("napkin-zero2-params"),
+        expected=_ZERO2,
+        cases=(Case(args=(64, 80e9), expected=_ZERO2, description="64 H100s of 80 GB"),),
+        rtol=_ZERO2.rtol,
+        refuse_what="the ZeRO arithmetic",
+        refuse=("lectorch.napkin.max_trainable_params", "lectorch.napkin.summarize"),
         hint=("write the bytes ONE GPU holds per parameter: what it keeps whole, plus its share of what "
               "is split 64 ways; then divide one GPU's memory by it.",
               "only the bf16 weights stay whole on every GPU; gradients, master weights and moments "

@@ -12,6 +12,11 @@ import torch
 from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.sealed_cases import mismatch, public_cases
 
+# asked as functions of their setting: the page's numbers are the public case (sealed); the
+# grader tries hidden integers and steps (grading/precision.py)
+_BF16_257 = Sealed.stored("precision-bf16-257")
+_STALL = Sealed.stored("precision-bf16-stall")
+
 _DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
            torch.float8_e5m2, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool)
 
@@ -49,9 +54,15 @@ register(
 register(
     Exercise(
         id="precision-bf16-257",
-        title="what bfloat16 stores for 257",
+        title="bf16_stores(n): what bfloat16 stores for the integer n",
         kind="value",
-        expected=Sealed.stored("precision-bf16-257"),
+        expected=_BF16_257,
+        cases=(Case(args=(257,), expected=_BF16_257, description="257"),),
+        rtol=0.0,
+        refuse_what="what bfloat16 stores",
+        no_tensors=True,
+        refuse=("lectorch.dtypes.round_to", "lectorch.dtypes.bracket", "lectorch.dtypes.next_up",
+                "lectorch.dtypes.next_down", "lectorch.dtypes.spacing", "lectorch.dtypes.float_bits"),
         hint=("find how far apart neighbouring bf16 values are in the power-of-two interval that holds 257.",
               "bf16 keeps 8 significant bits (1 implicit + 7 stored); round to the nearest neighbour, and "
               "a tie goes to the neighbour whose last mantissa bit is 0 (round half to even)."),
@@ -65,9 +76,15 @@ register(
 register(
     Exercise(
         id="precision-bf16-stall",
-        title="where a bf16 running sum of 0.01 stops growing",
+        title="stall_of(step): where a bf16 running sum of step stops growing",
         kind="prediction",
-        expected=Sealed.stored("precision-bf16-stall"),
+        expected=_STALL,
+        cases=(Case(args=(0.01,), expected=_STALL, description="adding 0.01"),),
+        rtol=_STALL.rtol,
+        refuse_what="the prediction",
+        no_tensors=True,
+        refuse=("lectorch.dtypes.round_to", "lectorch.dtypes.bracket", "lectorch.dtypes.next_up",
+                "lectorch.dtypes.next_down", "lectorch.dtypes.spacing", "lectorch.dtypes.float_bits"),
         hint=("an addition rounds the exact sum to the nearest bf16 value: it changes nothing once the "
               "step is less than half the gap between neighbours.",
               "the gap between bf16 neighbours in [2**k, 2**(k+1)) is 2**k × 2**-7: find the first interval "
