@@ -78,6 +78,7 @@ def random_smallest_n_cases(rng: random.Random, n: int = 3) -> list[Case]:
         peak, bandwidth = 10 ** rng.uniform(11, 15), 10 ** rng.uniform(10, 12.5)
         b = rng.choice([1, 2, 4])
         cases.append(ex.smallest_n_case(peak, bandwidth, b, f"a made-up processor, {b}-byte elements"))
+    return cases
 
 
 def _compute_bound(mkn) -> bool:
