@@ -112,12 +112,14 @@ translations: $(STAMP)
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py status
 
-# On every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures run once);
-# the workers share one built book (tests/conftest.py). TEST_WORKERS=0: in one process.
+# On every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures run once;
+# the slowest files start first: conftest.py's SLOWEST_FIRST); the workers share the book `make book`
+# built (reused while its stamp matches, tests/conftest.py). TEST_WORKERS=0: in one process.
 TEST_WORKERS ?= auto
 test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check lectorch tests tools grading
-	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) --durations=15
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
+	  --durations=25
 
 # The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
 # (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run).
