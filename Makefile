@@ -122,8 +122,10 @@ test: $(STAMP) $(LAB_STAMP)
 	  --durations=25
 
 # The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
-# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run).
-NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py
+# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
+# chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
+NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
+  test_lab.py test_gpu_box.py
 unit: $(STAMP)
 	$(BIN)/ruff check lectorch tests tools grading
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \
