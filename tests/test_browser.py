@@ -114,8 +114,10 @@ def chapter_pages(built_book: Path) -> list[str]:
 
 def test_every_chapter_renders_its_figures_widgets_math_and_solutions(browser, server, built_book):
     problems = []
-    for visit in Visit.many(browser, server, chapter_pages(built_book)):
-        path, page = visit.path, visit.page
+    # one page at a time: its waits (MathJax, widgets) have the machine to themselves
+    for path in chapter_pages(built_book):
+        visit = Visit(browser, server, path)
+        page = visit.page
         html = (built_book / path).read_text(encoding="utf-8")
         images = page.locator(".cell_output img")
         try:
@@ -157,6 +159,7 @@ def test_every_chapter_renders_its_figures_widgets_math_and_solutions(browser, s
                 problems.append(f"{path}: solution {i + 1} does not open on click")
         if visit.errors or visit.external:
             problems.append(f"{path}: errors={visit.errors} external={visit.external}")
+        visit.close()
     assert not problems, "\n".join(problems)
 
 
