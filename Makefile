@@ -97,33 +97,36 @@ gpu-check:
 	$(PYTHON) tools/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 endif
 
-# EDITION=class: the class book (solutions replaced by stubs, tools/class_edition.py) in _build/class/html
+# Both editions from the notebooks' stored outputs (the ones nbval checks), from clean, side by side;
+# skipped in a second when the stamp in _build/html says its sources are unchanged (tools/build_book.py),
+# and reused by `make test`. EXECUTE=1: the chapters executed on this machine (jupyter-cache) first.
+# EDITION=class: the class book (solutions replaced by stubs, tools/class_edition.py) in _build/class/html.
 EDITION ?= self-study
 book: $(STAMP)
-ifeq ($(EDITION),class)
-	$(BIN)/python tools/class_edition.py _build/class/html
-else
-	@test "$(EDITION)" = self-study || { echo "EDITION=$(EDITION): use EDITION=self-study (the default) or EDITION=class"; exit 2; }
-	$(BIN)/jupyter-book build . --keep-going
-	$(BIN)/python tools/i18n.py build _build/html/zh cache
-	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html)."
-endif
+	@case "$(EDITION)" in self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study (the default) or EDITION=class"; exit 2;; esac
+	@test -z "$(EXECUTE)" -o "$(EDITION)" = self-study || { echo "EXECUTE=1 builds the self-study book only (the class book has stubs, which stop a run)"; exit 2; }
+	$(BIN)/python tools/build_book.py --edition $(if $(filter class,$(EDITION)),class,book) $(if $(EXECUTE),--execute)
+	@echo "Open $(CURDIR)/$(if $(filter class,$(EDITION)),_build/class/html,_build/html)/index.html in a browser (中文: its zh/index.html)."
 
 # Re-extract the English messages and merge them into locales/zh_CN (changed ones turn fuzzy).
 translations: $(STAMP)
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py status
 
-# On every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures run once);
-# the workers share one built book (tests/conftest.py). TEST_WORKERS=0: in one process.
+# On every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures run once;
+# the slowest files start first: conftest.py's SLOWEST_FIRST); the workers share the book `make book`
+# built (reused while its stamp matches, tests/conftest.py). TEST_WORKERS=0: in one process.
 TEST_WORKERS ?= auto
 test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check lectorch tests tools grading
-	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) --durations=15
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
+	  --durations=25
 
 # The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
-# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run).
-NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py
+# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
+# chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
+NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
+  test_lab.py test_gpu_box.py
 unit: $(STAMP)
 	$(BIN)/ruff check lectorch tests tools grading
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \

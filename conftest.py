@@ -46,6 +46,38 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{REQUIRE_GPU_ENV}=1 but no CUDA GPU is usable: {problem}")
 
 
+#: The test files slowest first (quiet 2-core machine), for pytest-xdist (`make test`: --dist loadfile
+#: --no-loadscope-reorder): a file's tests stay on one worker (its module fixtures run once), and the
+#: longest files start first so that the workers finish together instead of one running the last long
+#: file alone. Then the chapters (nbval, 10-20 s each), then the rest as collected. (xdist's loadgroup
+#: would split a file finer, but its groups are lost with pytest 9.2: split a slow file instead.)
+SLOWEST_FIRST = [
+    "tests/test_browser_pages.py",
+    "tests/test_grading_attacks.py",
+    "tests/test_browser.py",
+    "tests/test_browser_reader.py",
+    "tests/test_student_and_grading.py",
+    "tests/test_gpu_check.py",
+    "tests/test_bare_venv.py",
+    "tests/test_translation.py",
+    "tests/test_checkpoint.py",
+    "tests/test_gpu_box.py",
+    "tests/test_lab.py",
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):
+        return  # one process: nothing to balance
+    rank = {file: i for i, file in enumerate(SLOWEST_FIRST)}
+
+    def order(item: pytest.Item) -> int:
+        file = item.nodeid.split("::")[0]
+        return rank.get(file, len(rank) + (not file.startswith("chapters/")))
+
+    items.sort(key=order)  # stable: a file's tests keep their order
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     private = config.stash.get(_RUN_TMPDIR, None)
     if private is None or hasattr(config, "workerinput"):
@@ -58,3 +90,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config._lectorch_failed = exitstatus not in (0, 5)  # 5: no tests collected
+

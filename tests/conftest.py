@@ -1,9 +1,9 @@
-"""Shared fixtures: the book built once per test session (from the stored notebook outputs)."""
+"""Shared fixtures: the book's editions (built once, reused while their sources are unchanged),
+fresh exercise attempts, a fake clock."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -13,56 +13,60 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-def _assert_clean(proc, edition: str) -> None:
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"{edition} book build failed:\n{log[-6000:]}"
-    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
-    assert not warnings, f"{edition} book build warnings:\n" + "\n".join(warnings)
+@pytest.fixture(scope="session")
+def book_edition(tmp_path_factory):
+    """``book_edition(name)``: the folder of one edition of tools/build_book.py's ``EDITIONS``
+    ("book": the reader's book, English with 中文 in its zh/; "gettext": the English messages'
+    templates), built from clean with zero warnings.
+
+    What `make book` built is reused while its stamp matches the sources (chapters, catalogs,
+    config, tools, vendor, lectorch, the installed packages); otherwise the edition is built once,
+    into its place under _build (so the next `make book` or run reuses it): the first pytest-xdist
+    worker to ask builds it, the others wait and reuse it, and a failed build fails them all at once.
+    A book built with the chapters executed (`make book EXECUTE=1`) is left alone: the tests build
+    their own from the stored outputs, in the run's temporary folder.
+
+    A new edition (e.g. the class edition) is an entry in ``build_book.EDITIONS``; its tests ask
+    ``book_edition("class")``."""
+    import build_book
+
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # shared by the workers of this run
+    found: dict[str, Path] = {}
+
+    def get(name: str = "book") -> Path:
+        from filelock import FileLock
+
+        if name in found:
+            return found[name]
+        failed = run_dir / f"book-{name}.FAILED"
+        with FileLock(str(run_dir / f"book-{name}.lock")):  # held until a failure is on record
+            if failed.exists():
+                pytest.fail(f"the {name} build failed in another worker:\n{failed.read_text()}")
+            stamp = build_book.read_stamp(build_book.EDITIONS[name].output)
+            output = None
+            if stamp is not None and stamp.get("options"):  # e.g. executed: not the tests' book, not ours
+                output = run_dir / f"book-{name}"
+            built = build_book.ensure(name, output=output)
+            problem = None
+            if built.stamp is None:
+                problem = f"the {name} build failed:\n{built.log()}"
+            elif built.stamp["warnings"]:
+                problem = f"the {name} build has warnings:\n" + "\n".join(built.stamp["warnings"])
+            if problem:
+                failed.write_text(problem[-6000:])
+                pytest.fail(problem[-6000:])
+        found[name] = built.path
+        return built.path
+
+    return get
 
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory) -> Path:
-    """Build both editions from clean with -n -W --keep-going: English in the returned html folder,
-    Chinese in its zh/ sub-folder (as `make book` lays them out).
-
-    Built once per run: pytest-xdist workers share it through a file lock in the run's temporary
-    folder (the first worker builds, the others wait and reuse it; a failed build fails them all)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: no one to share with
-        return _build_book(tmp_path_factory.mktemp("book"))
-    from filelock import FileLock
-
-    shared = tmp_path_factory.getbasetemp().parent / "built-book"
-    with FileLock(str(shared) + ".lock"):
-        done, failure = shared / "DONE", shared / "FAILED"
-        if not (done.exists() or failure.exists()):
-            shared.mkdir(exist_ok=True)
-            try:
-                _build_book(shared)
-            except BaseException as error:
-                failure.write_text(str(error))
-                raise
-            done.touch()
-        if failure.exists():
-            pytest.fail("the book build failed in another worker:\n" + failure.read_text()[-6000:])
-    return shared / "en" / "_build" / "html"
-
-
-def _build_book(root: Path) -> Path:
-    import build_book
-    import i18n
-
-    from concurrent.futures import ThreadPoolExecutor
-
-    out = root / "en"  # build_book.build empties its output folder first
-    html = out / "_build" / "html"
-    zh = root / "zh-build" / "zh"
-    # the two editions read the same stored outputs and build independently: one per core
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        english, chinese = pool.submit(build_book.build, out), pool.submit(i18n.build, zh)
-        _assert_clean(english.result(), "English")
-        _assert_clean(chinese.result(), "Chinese")
-    shutil.copytree(zh, html / "zh")
-    return html
+def built_book(book_edition) -> Path:
+    """The reader's book: English in the returned html folder, 中文 in its zh/ (as `make book` lays them out)."""
+    return book_edition("book")
 
 
 @pytest.fixture(autouse=True)

@@ -17,27 +17,16 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import class_edition  # noqa: E402
 
 pytestmark = pytest.mark.book
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
 
-def build_class_book(output: Path) -> Path:
-    """Build the class edition into ``output`` (English; 中文 in ``output/zh``), strictly.
-
-    The one place the tests build it: a shared fixture for built books can serve it instead."""
-    for language, proc in zip(("English", "中文"), class_edition.build(output)):
-        log = proc.stdout + proc.stderr
-        assert proc.returncode == 0, f"the class edition's {language} build failed:\n{log[-6000:]}"
-        warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
-        assert not warnings, f"the class edition's {language} build warned:\n" + "\n".join(warnings)
-    return output
-
-
 @pytest.fixture(scope="module")
-def class_book(tmp_path_factory) -> Path:
-    return build_class_book(tmp_path_factory.mktemp("class-book") / "html")
+def class_book(book_edition) -> Path:
+    """The class edition (English; 中文 in its zh/), built strictly once per run and reused while
+    its sources are unchanged (tests/conftest.py's ``book_edition``, tools/build_book.py)."""
+    return book_edition("class")
 
 
 def toc_files() -> list[str]:

@@ -1,0 +1,91 @@
+"""`make book` rebuilds exactly when an input of the build changed (tools/build_book.py's stamp)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import build_book  # noqa: E402
+
+CALLS: list[Path] = []
+
+
+def fake_build(output: Path, fail: bool = False) -> list[subprocess.CompletedProcess]:
+    """A stand-in edition: one page, one build process (failing when asked)."""
+    CALLS.append(output)
+    if not fail:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "index.html").write_text("<p>book</p>")
+    return [subprocess.CompletedProcess(["fake"], int(fail), "built\nWARNING: a warning\n" if not fail else "", "")]
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A copy of the build's inputs (build_book.ROOT points at it) and a fake edition over it."""
+    for name in build_book.INPUTS:
+        source = ROOT / name
+        if source.is_file():
+            shutil.copy(source, tmp_path / name)
+        else:
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    monkeypatch.setattr(build_book, "ROOT", tmp_path)
+    monkeypatch.setitem(build_book.EDITIONS, "fake", build_book.Edition(tmp_path / "_build" / "fake",
+                                                                       "test_book_stamp:fake_build"))
+    CALLS.clear()
+    return tmp_path
+
+
+def test_a_real_change_rebuilds_and_nothing_else_does(tree):
+    before = build_book.digest("book", {})
+    assert build_book.digest("book", {}) == before
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_new.py").write_text("x = 1\n")                         # not read by the build
+    mo = next((tree / "locales").rglob("*.po")).with_suffix(".mo")
+    mo.write_bytes(b"compiled")                                                      # made by the build
+    (tree / "chapters" / ".ipynb_checkpoints").mkdir(exist_ok=True)
+    (tree / "chapters" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
+    assert build_book.digest("book", {}) == before
+    assert build_book.digest("book", {"execute": "cache"}) != before                 # other options
+    seen = {before}
+    for path in [next((tree / "locales").rglob("*.po")), tree / "tools" / "sphinx_lectorch.py",
+                 tree / "chapters" / "00_napkin_math.ipynb", tree / "lectorch" / "__init__.py", tree / "_toc.yml",
+                 next((tree / "vendor").rglob("*.js"))]:
+        path.write_bytes(path.read_bytes() + b"\n")
+        now = build_book.digest("book", {})
+        assert now not in seen, f"a change of {path.relative_to(tree)} does not rebuild"
+        seen.add(now)
+    (tree / "chapters" / "11_new.ipynb").write_text("{}")                            # a new file
+    assert build_book.digest("book", {}) not in seen
+
+
+def test_the_gettext_templates_do_not_depend_on_the_translations(tree):
+    before = build_book.digest("gettext", {})
+    po = next((tree / "locales").rglob("*.po"))
+    po.write_bytes(po.read_bytes() + b"\n")
+    assert build_book.digest("gettext", {}) == before
+
+
+def test_ensure_builds_once_reuses_and_stamps_only_a_success(tree):
+    first = build_book.ensure("fake")
+    assert not first.reused and first.stamp["warnings"] == ["WARNING: a warning"] and len(CALLS) == 1
+    again = build_book.ensure("fake")
+    assert again.reused and again.path == first.path and len(CALLS) == 1
+    (tree / "_config.yml").write_text((tree / "_config.yml").read_text() + "\n# edited\n")
+    assert not build_book.ensure("fake").reused and len(CALLS) == 2
+    assert build_book.ensure("fake", force=True).stamp is not None and len(CALLS) == 3
+    failed = build_book.ensure("fake", force=True, fail=True)
+    assert failed.stamp is None and build_book.read_stamp(failed.path) is None       # no stamp: rebuilt next time
+    assert not build_book.ensure("fake").reused and len(CALLS) == 5
+
+
+def test_warm_make_book_is_a_check_not_a_build(tree, monkeypatch, capsys):
+    build_book.ensure("fake")
+    monkeypatch.setattr(sys, "argv", ["build_book.py"])
+    assert build_book.main(["--edition", "fake"]) == 0
+    assert "is current" in capsys.readouterr().out and len(CALLS) == 1
