@@ -300,3 +300,18 @@ def test_the_scan_finds_planted_answers(secrets):
             f"a hidden case of {hidden_ex}"} <= whats, whats
     ratios = ratio_findings(numbers, secrets, {"napkin-8bit-adam-bytes": [7.0]})
     assert any(ex_id == "napkin-8bit-adam-bytes" for ex_id, *_ in ratios), ratios
+
+
+@pytest.mark.book
+def test_the_class_edition_holds_no_answer(book_edition, secrets):
+    """The class book (``make book EDITION=class``), built (or reused) for this run: no answer in
+    its pages, ``_sources`` or download notebooks, directly or by a ratio with a page's number."""
+    numbers: dict[tuple[float, int], str] = {}
+    files = 0
+    for path, text in texts([book_edition("class")]):
+        files += 1
+        for value, digits in numbers_in(text):
+            numbers.setdefault((abs(value), digits), str(path))
+    assert files > 50  # the pages of both languages were read
+    found = direct_findings(numbers, secrets) + ratio_findings(numbers, secrets, _page_numbers())
+    assert not found, "\n".join(map(str, found))
