@@ -19,6 +19,7 @@ course is one, so no scan can hide them; so are numbers that a case's own inputs
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import random
@@ -39,7 +40,6 @@ from lectorch.exercises import exercises  # noqa: E402
 
 #: extra folders to scan, e.g. a class edition built elsewhere
 SCAN_ENV = "LECTORCH_SCAN_DIRS"
-CLASS_EDITION = ROOT / "_build" / "class" / "html"
 TEXT_SUFFIXES = {".py", ".ipynb", ".json", ".js", ".html", ".htm", ".txt", ".md", ".csv", ".po", ".yml",
                  ".yaml", ".cfg", ".toml", ".svg", ".xml"}
 MAX_FILE = 20 * 2**20
@@ -110,9 +110,7 @@ def student_folders(tmp: Path) -> list[Path]:
     from student_edition import write_student_edition
 
     write_student_edition(tmp / "student")
-    folders = [ROOT / "lectorch", tmp / "student"]
-    if CLASS_EDITION.is_dir():
-        folders.append(CLASS_EDITION)
+    folders = [ROOT / "lectorch", tmp / "student"]  # the class book: test_the_class_edition_holds_no_answer
     folders += [Path(p) for p in os.environ.get(SCAN_ENV, "").split(os.pathsep) if p]
     return folders
 
@@ -143,6 +141,9 @@ def material(tmp_path_factory) -> dict:
 KNOWN = {
     # ch09's loss floor (1.06) is another quantity that rounds like scale-ckpt-time's 1.0556
     ("scale-ckpt-time's answer", "09_training_loop.ipynb"): "a coincidence at three digits",
+    # the class book's ch06 prints the tied autoencoder's 68,096 parameters; the scan's draw of random
+    # allocation events (seed "scan:...") happens to peak at 68,096 bytes: a coincidence at five digits
+    ("a hidden case of device-allocated-peak", "06_backward_6x.ipynb"): "a coincidence at five digits",
 }
 #: computed from the snippet the student is given (its uninterrupted run): nothing to hide
 FROM_THE_STUDENTS_OWN_CODE = {"train-resume"}
@@ -302,13 +303,36 @@ def test_the_scan_finds_planted_answers(secrets):
     assert any(ex_id == "napkin-8bit-adam-bytes" for ex_id, *_ in ratios), ratios
 
 
+#: a measured panel's recorded grid (tools/sphinx_lectorch.py): thousands of this machine's
+#: measurements at four digits, which match some three- or four-digit answer by chance
+RECORDING_SCRIPT = re.compile(r'<script type="application/json" class="lp-recording">.*?</script>', re.S)
+
+
+def class_edition_texts(root: Path):
+    """The class book's texts as a student reads them, less what cannot hold a computed answer:
+    the recorded grids of measured panels (in the pages and in the notebooks' output metadata)
+    and third-party assets under _static (theme, fonts, widget manager; lectorch's own are kept)."""
+    for path, text in texts([root]):
+        if "_static" in path.relative_to(root).parts and not path.name.startswith("lectorch"):
+            continue
+        if path.suffix == ".ipynb":
+            nb = json.loads(text)
+            for cell in nb.get("cells", []):
+                for output in cell.get("outputs", []):
+                    for meta in output.get("metadata", {}).values():
+                        if isinstance(meta, dict):
+                            meta.pop("recording", None)
+            text = json.dumps(nb)
+        yield path, RECORDING_SCRIPT.sub("", text)
+
+
 @pytest.mark.book
 def test_the_class_edition_holds_no_answer(book_edition, secrets):
     """The class book (``make book EDITION=class``), built (or reused) for this run: no answer in
     its pages, ``_sources`` or download notebooks, directly or by a ratio with a page's number."""
     numbers: dict[tuple[float, int], str] = {}
     files = 0
-    for path, text in texts([book_edition("class")]):
+    for path, text in class_edition_texts(book_edition("class")):
         files += 1
         for value, digits in numbers_in(text):
             numbers.setdefault((abs(value), digits), str(path))
