@@ -97,16 +97,19 @@ gpu-check:
 	$(PYTHON) tools/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 endif
 
-# Both editions from the notebooks' stored outputs (the ones nbval checks), from clean, side by side;
-# skipped in a second when the stamp in _build/html says its sources are unchanged (tools/build_book.py),
-# and reused by `make test`. EXECUTE=1: the chapters executed on this machine (jupyter-cache) first.
-# EDITION=class: the class book (solutions replaced by stubs, tools/class_edition.py) in _build/class/html.
-EDITION ?= self-study
+# The self-study book and the class book (EDITION=self-study or EDITION=class for one), each in
+# English and 中文, from the notebooks' stored outputs (the ones nbval checks), from clean; each is
+# skipped in a second when its stamp says its sources are unchanged (tools/build_book.py), and
+# `make test` reuses both. EXECUTE=1: the self-study book's chapters executed here (jupyter-cache) first.
+# The class book (solutions replaced by stubs, tools/class_edition.py) goes to _build/class/html.
+EDITION ?= all
+BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class,$(if $(filter class,$(EDITION)),class,book))
 book: $(STAMP)
-	@case "$(EDITION)" in self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study (the default) or EDITION=class"; exit 2;; esac
-	@test -z "$(EXECUTE)" -o "$(EDITION)" = self-study || { echo "EXECUTE=1 builds the self-study book only (the class book has stubs, which stop a run)"; exit 2; }
-	$(BIN)/python tools/build_book.py --edition $(if $(filter class,$(EDITION)),class,book) $(if $(EXECUTE),--execute)
-	@echo "Open $(CURDIR)/$(if $(filter class,$(EDITION)),_build/class/html,_build/html)/index.html in a browser (中文: its zh/index.html)."
+	@case "$(EDITION)" in all|self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study or EDITION=class (the default builds both)"; exit 2;; esac
+	@test -z "$(EXECUTE)" -o "$(EDITION)" != class || { echo "EXECUTE=1 executes the self-study book's chapters; the class book (stubs, which stop a run) is always built from the stored outputs"; exit 2; }
+	@for edition in $(BOOK_EDITIONS); do \
+	  $(BIN)/python tools/build_book.py --edition $$edition $(if $(EXECUTE),$$(test $$edition = book && echo --execute)) || exit 1; done
+	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html; the class book: _build/class/html)."
 
 # Re-extract the English messages and merge them into locales/zh_CN (changed ones turn fuzzy).
 translations: $(STAMP)
