@@ -12,6 +12,7 @@ import random
 import torch
 from einops import einsum, rearrange
 
+from lectorch.exercises import Case
 from lectorch.exercises import einsum as ex
 from lectorch.flops import count_flops
 
@@ -51,7 +52,7 @@ def crossover(**layer) -> float:
 
 
 EXPECTED = {
-    "einsum-summed-dims": "s",
+    "einsum-summed-dims": "s",  # summed_dims(ex.SUMMED_PATTERN)
     "einsum-layer-crossover": crossover(**ex.LAYER),
 }
 
@@ -109,7 +110,44 @@ def random_center_cases(rng: random.Random, n: int = 3) -> list:
     return cases
 
 
+def summed_dims(pattern: str) -> str:
+    """The reference of einsum-summed-dims: the names in an operand and not in the output."""
+    inputs, output = pattern.split("->")
+    names = {d for operand in inputs.split(",") for d in operand.split()}
+    return " ".join(sorted(names - set(output.split())))
+
+
+def _summed_cases(rng: random.Random) -> list:
+    patterns = ["i j, j k -> i k", "b h s d, b h t d -> b h s t", "b i, b i ->", "x y -> y x",
+                "b s d, d f -> b s f", "i, j -> i j"]
+    names = ["a", "b", "c", "s", "t", "d", "h1", "h2"]
+    for _ in range(2):
+        left, right = rng.sample(names, rng.randint(1, 4)), rng.sample(names, rng.randint(1, 4))
+        seen = list(dict.fromkeys(left + right))
+        out = rng.sample(seen, rng.randint(0, len(seen) - 1))
+        patterns.append(f"{' '.join(left)}, {' '.join(right)} -> {' '.join(out)}")
+    return [Case(args=(p,), expected=summed_dims(p), description="a hidden pattern") for p in patterns]
+
+
+def _crossover_cases(rng: random.Random) -> list:
+    layers = [(4096, 32, 32, 128, 11008),   # Llama 2 7B: full K/V
+              (8192, 64, 8, 128, 28672),    # Llama 3 70B
+              (3072, 16, 16, 256, 24576)]   # Gemma 7B: heads × head_dim is not hidden
+    for _ in range(2):
+        head_dim = rng.choice([64, 128])
+        hidden = rng.choice([512, 1024, 2048, 3072])
+        heads = hidden // head_dim
+        kv_heads = rng.choice([k for k in (1, 2, 4, 8, heads) if heads % k == 0])
+        layers.append((hidden, heads, kv_heads, head_dim, 64 * round(hidden * rng.uniform(2.5, 4) / 64)))
+    return [Case(args=layer, expected=crossover(**dict(zip(ex.LAYER, layer))), description="a hidden layer")
+            for layer in layers]
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "einsum-summed-dims":
+        return _summed_cases(rng)
+    if exercise_id == "einsum-layer-crossover":
+        return _crossover_cases(rng)
     if exercise_id == "einsum-gqa-scores":
         return _with_expected(exercise_id, [
             ex.gqa_case(1, 8, 1, 4, 6, 4, "one key head for all (multi-query attention)", seed=10),

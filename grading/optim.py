@@ -12,6 +12,7 @@ import random
 import torch
 
 from lectorch import step_memory
+from lectorch.exercises import Case
 from lectorch.exercises import optim as ex
 
 PEAK_CONFIG = dict(dim=64, num_layers=2, batch=2048, optimizer="sgd", dtype="fp32")
@@ -88,7 +89,24 @@ def random_clip_cases(rng: random.Random, n: int = 3) -> list:
     return cases
 
 
+def step_peak(dim, num_layers, batch):
+    """The reference prediction of optim-step-peak: the step timeline's peak, fp32 SGD."""
+    return step_memory.step_timeline(dim, num_layers, batch, optimizer="sgd", dtype="fp32").peak
+
+
+def _step_peak_cases(rng: random.Random) -> list:
+    # each batch at least 4× the width (as the page says): the peak is then in backward of the
+    # last layer; depths from 2 (one layer is a different moment, the head's backward)
+    settings = [(256, 4, 1024), (16, 8, 64)]
+    for _ in range(3):
+        dim = rng.choice([8, 32, 100, 128, 512, 1024])
+        settings.append((dim, rng.randint(2, 12), dim * rng.randint(4, 64)))
+    return [Case(args=s, expected=step_peak(*s), description="a hidden Cruncher and batch") for s in settings]
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "optim-step-peak":
+        return _step_peak_cases(rng)
     if exercise_id == "optim-rmsprop":
         cases = [ex.rmsprop_case(0.02, 0.95, 1e-3), *random_rmsprop_cases(rng, 1)]
     elif exercise_id == "optim-adamw-step":

@@ -7,9 +7,11 @@ the exercise; HFU uses the dense bf16 peak of lectorch's spec table.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 
 from lectorch import hardware
+from lectorch.exercises import Case
 from lectorch.exercises import scale as ex
 from lectorch.flops import count_flops
 from lectorch.models import TinyLM
@@ -17,13 +19,30 @@ from lectorch.step_memory import saved_tensors
 from lectorch.train import lm_loss, predicted_saved_bytes
 
 
-def _step_flops(checkpointing: bool) -> int:
-    m = ex.CKPT_TIME_MODEL
+def _step_flops(checkpointing: bool, m: dict = ex.CKPT_TIME_MODEL) -> int:
     import torch
 
     model = TinyLM(m["vocab_size"], m["dim"], m["num_layers"], checkpointing=checkpointing)
     ids = torch.zeros(m["batch_size"], m["context_length"], dtype=torch.long)
     return count_flops(lambda: lm_loss(model(ids), ids).backward()).total
+
+
+@functools.lru_cache(maxsize=None)  # the hidden cases are drawn again for every seed
+def ckpt_time_ratio(batch_size, context_length, dim, num_layers, vocab_size):
+    """The reference prediction of scale-ckpt-time: the counted FLOPs of a step with activation
+    checkpointing over those of a step without, for that TinyLM."""
+    m = dict(batch_size=batch_size, context_length=context_length, dim=dim, num_layers=num_layers,
+             vocab_size=vocab_size)
+    return _step_flops(True, m) / _step_flops(False, m)
+
+
+def _ckpt_time_cases(rng: random.Random) -> list:
+    # small models, so counting their FLOPs stays cheap: from a head that dominates to none to speak of
+    settings = [(2, 8, 128, 6, 64), (4, 16, 32, 1, 256)]
+    for _ in range(3):
+        settings.append((rng.choice([1, 2, 4]), rng.choice([8, 16, 32]), rng.choice([16, 32, 48, 96, 128]),
+                         rng.randint(1, 8), rng.choice([100, 512, 1000, 4096])))
+    return [Case(args=s, expected=ckpt_time_ratio(*s), description="a hidden TinyLM") for s in settings]
 
 
 _H100 = hardware.get_gpu("H100 SXM")
@@ -92,6 +111,8 @@ def int4_bytes(params, group):
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     from lectorch.exercises import Case
 
+    if exercise_id == "scale-ckpt-time":
+        return _ckpt_time_cases(rng)
     if exercise_id == "scale-hfu":
         runs = []
         for params, gpus in [(1.3e9, 8), (rng.choice([8e9, 13e9, 34e9]), rng.choice([32, 128, 256])), (70e9, 512)]:

@@ -10,13 +10,26 @@ import random
 
 import torch
 
+from lectorch.exercises import Case
 from lectorch.exercises import views as ex
 from lectorch.views import shares_storage
 
 
-def storage_index() -> int:
-    y = torch.arange(48).view(6, 8)[1:, 2::3]
-    return int(y.storage_offset() + 2 * y.stride(0) + 1 * y.stride(1))
+def storage_index(shape=(6, 8), row_start=1, col_start=2, col_step=3, i=2, j=1) -> int:
+    """The storage index that y[i, j] reads, y = x[row_start:, col_start::col_step], asked to torch."""
+    y = torch.arange(shape[0] * shape[1]).view(shape)[row_start:, col_start::col_step]
+    return int(y.storage_offset() + i * y.stride(0) + j * y.stride(1))
+
+
+def _storage_index_cases(rng: random.Random) -> list:
+    settings = [((6, 8), 0, 0, 1, 4, 5), ((4, 10), 2, 1, 4, 1, 2), ((9, 3), 3, 2, 5, 4, 0)]
+    for _ in range(3):
+        rows, cols = rng.randint(3, 12), rng.randint(4, 16)
+        row_start, col_start, col_step = rng.randrange(rows - 1), rng.randrange(cols - 1), rng.randint(1, 4)
+        width = len(range(col_start, cols, col_step))
+        settings.append(((rows, cols), row_start, col_start, col_step,
+                         rng.randrange(rows - row_start), rng.randrange(width)))
+    return [Case(args=s, expected=storage_index(*s), description="a hidden slice") for s in settings]
 
 
 def copying_letters() -> str:
@@ -24,9 +37,15 @@ def copying_letters() -> str:
     return "".join(sorted(k for k, (_, op) in ex.COPY_QUIZ.items() if not shares_storage(x, op(x))))
 
 
-def permute_slice_layout() -> tuple[tuple[int, ...], int]:
-    y = torch.empty(2, 3, 4, 5).permute(3, 1, 0, 2)[::2, 1:, :, 1]
+def permute_slice_layout(shape=(2, 3, 4, 5)) -> tuple[tuple[int, ...], int]:
+    y = torch.empty(shape, device="meta").permute(3, 1, 0, 2)[::2, 1:, :, 1]
     return tuple(y.stride()), int(y.storage_offset())
+
+
+def _permute_slice_cases(rng: random.Random) -> list:
+    # every dim at least 2, so that [1:] and the index 1 keep something
+    shapes = [(5, 4, 3, 2), (2, 2, 2, 2), (3, 7, 2, 6)] + [tuple(rng.randint(2, 9) for _ in range(4)) for _ in range(3)]
+    return [Case(args=(s,), expected=permute_slice_layout(s), description="a hidden shape") for s in shapes]
 
 
 EXPECTED = {
@@ -87,6 +106,10 @@ def random_merge_cases(rng: random.Random, n: int = 3) -> list:
 
 
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
+    if exercise_id == "views-storage-index":
+        return _storage_index_cases(rng)
+    if exercise_id == "views-permute-slice":
+        return _permute_slice_cases(rng)
     if exercise_id == "views-transpose-strides":
         return _with_expected(exercise_id, [
             ex.transpose_case((2, 3, 4), 0, 2, "a 3-D tensor, first and last dims"),

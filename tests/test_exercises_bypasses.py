@@ -172,8 +172,8 @@ def test_slips_fire_only_near_the_value_they_name():
     assert "one week instead of two" in check("napkin-two-weeks", lambda n, d: PLAIN["napkin-two-weeks"] / 2).message
     assert "not right" not in check("napkin-two-weeks", lambda n, d: PLAIN["napkin-two-weeks"] / 2.3).message
     peak = PLAIN["optim-step-peak"]
-    assert "count of elements" in check("optim-step-peak", peak / 4).message
-    assert "resting memory" not in check("optim-step-peak", peak / 4).message
+    assert "count of elements" in check("optim-step-peak", lambda d, n, b: peak / 4).message
+    assert "resting memory" not in check("optim-step-peak", lambda d, n, b: peak / 4).message
     assert "more matmuls" in check("backprop-time-ratio", _const(1.0)).message
 
 

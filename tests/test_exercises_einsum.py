@@ -45,11 +45,11 @@ def center(x):
 
 
 def test_reference_solutions_pass():
-    assert lectorch.check("einsum-summed-dims", {"s"}).passed
-    assert lectorch.check("einsum-summed-dims", "s").passed
-    assert lectorch.check("einsum-summed-dims", ["s"]).passed
-    assert lectorch.check("einsum-layer-crossover", 26624).passed
-    assert lectorch.check("einsum-layer-crossover", 6.5 * 4096 * 1.005).passed  # within ±1 %
+    assert lectorch.check("einsum-summed-dims", lambda p: {"s"}).passed
+    assert lectorch.check("einsum-summed-dims", lambda p: "s").passed
+    assert lectorch.check("einsum-summed-dims", lambda p: ["s"]).passed
+    assert lectorch.check("einsum-layer-crossover", lambda *layer: 26624).passed
+    assert lectorch.check("einsum-layer-crossover", lambda *layer: 6.5 * 4096 * 1.005).passed  # within ±1 %
     assert lectorch.check("einsum-gqa-scores", gqa_scores).passed
     assert lectorch.check("einsum-center-tokens", center).passed
     assert lectorch.check("einsum-center-tokens", lambda x: x - x.mean(dim=-1, keepdim=True)).passed
@@ -102,6 +102,8 @@ def test_hidden_cases_pass_the_reference():
     ],
 )
 def test_wrong_answers_fail_with_a_useful_message(exercise, answer, message):
+    if exercise in ("einsum-summed-dims", "einsum-layer-crossover"):  # functions of the setting
+        answer = (lambda value: lambda *setting: value)(answer)
     result = lectorch.check(exercise, answer)
     assert result.status == "failed", result
     assert message in result.message
@@ -119,8 +121,8 @@ def test_the_center_stub_raises_on_non_square_input():
 
 
 def test_a_repeated_failure_adds_a_nudge():
-    lectorch.check("einsum-layer-crossover", 1000)
-    second = lectorch.check("einsum-layer-crossover", 1000)
+    lectorch.check("einsum-layer-crossover", lambda *layer: 1000)
+    second = lectorch.check("einsum-layer-crossover", lambda *layer: 1000)
     assert "Hint: write both sides" in second.message
 
 

@@ -43,14 +43,33 @@ class _NamesSeal(Sealed):
         return names is not None and super().matches(exercise_id, names)
 
 
+#: the public case of einsum-summed-dims (its answer is sealed); the grader tries hidden patterns
+SUMMED_PATTERN = "b s h1, b s h2 -> b h1 h2"
+_SUMMED = _NamesSeal("x|0|0|0c2780c85d66a2666ad4d149|")
+
+
+def compare_names(got: Any, expected: str) -> str | None:
+    """The grader's comparison on a hidden pattern: the same set of names, exactly."""
+    names = dim_names(got)
+    if names is None:
+        return f"return a set of dimension names (or one string with spaces), got {type(got).__name__}."
+    return None if names == expected else f"{got!r} is not the expected set of dimensions."
+
+
 register(
     Exercise(
         id="einsum-summed-dims",
-        title="the dimensions 'b s h1, b s h2 -> b h1 h2' sums over",
+        title="summed_dims(pattern): the dimensions an einsum pattern sums over",
         kind="value",
-        expected=_NamesSeal("x|0|0|0c2780c85d66a2666ad4d149|"),
+        expected=_SUMMED,
+        cases=(Case(args=(SUMMED_PATTERN,), expected=_SUMMED, description=repr(SUMMED_PATTERN)),),
+        compare=compare_names,
+        refuse_what="the pattern's dimensions",
+        no_tensors=True,
+        refuse=("lectorch.contractions.parse_pattern", "lectorch.contractions.analyze"),
         hint="a dimension is summed exactly when it appears in an operand but not in the output.",
-        summary="checks your set of dimension names exactly",
+        summary=("runs your function on the page's pattern (hidden ones when graded) and checks the "
+                 "set of names exactly"),
     )
 )
 
@@ -59,12 +78,22 @@ register(
 #: the layer of the exercise (Llama 3 8B's shapes)
 LAYER = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "mlp_width": 14336}
 
+#: asked as a function of the layer's shapes: the page's layer is the public case (sealed); the
+#: grader tries hidden layers (grading/einsum.py), counted by FlopCounterMode on the meta device
+_CROSSOVER = Sealed.stored("einsum-layer-crossover")
+
 register(
     Exercise(
         id="einsum-layer-crossover",
-        title="the sequence length where attention's FLOPs equal the projections' and the MLP's",
+        title=("crossover_seq(hidden, heads, kv_heads, head_dim, mlp_width): the sequence length where "
+               "attention's FLOPs equal the projections' and the MLP's"),
         kind="value",
-        expected=Sealed.stored("einsum-layer-crossover"),
+        expected=_CROSSOVER,
+        cases=(Case(args=tuple(LAYER.values()), expected=_CROSSOVER, description="a layer of Llama 3 8B"),),
+        rtol=_CROSSOVER.rtol,
+        refuse_what="the FLOP count",
+        no_tensors=True,
+        refuse=("lectorch.flops.count_flops", "lectorch.contractions.analyze"),
         hint=(("write both sides as FLOPs per layer at s tokens: the projections and the MLP grow like "
               "s, the scores and the mixing like s²; then solve for s."),
               ("K and V project hidden to kv_heads · head_dim, not to hidden; the SwiGLU MLP has three "
@@ -78,7 +107,8 @@ register(
             "grouped-query-attention": ("grouped-query attention shares K and V, but each of the 32 query heads still "
                                         "computes its own s × s scores."),
         },
-        summary="checks your sequence length (within ±1 % of the answer)",
+        summary=("runs your function on the page's layer (hidden ones when graded): the sequence "
+                 "length within ±1 %"),
     )
 )
 

@@ -267,12 +267,23 @@ register(
 
 # --- predict, then measure: the peak of a training step -------------------------------------------
 
+#: asked as a function of its setting: the page's numbers are the public case (sealed); the grader
+#: tries hidden widths, depths and batches (grading/optim.py), each batch at least 4× the width
+_STEP_PEAK = Sealed.stored("optim-step-peak")
+
 register(
     Exercise(
         id="optim-step-peak",
-        title="the peak live bytes of one SGD step of Cruncher(64, 2) on a batch of 2048, fp32",
+        title="step_peak(dim, num_layers, batch): the peak live bytes of one fp32 SGD step of a Cruncher",
         kind="prediction",
-        expected=Sealed.stored("optim-step-peak"),
+        expected=_STEP_PEAK,
+        cases=(Case(args=(64, 2, 2048), expected=_STEP_PEAK,
+                    description="Cruncher(64, 2) on a batch of 2048"),),
+        rtol=_STEP_PEAK.rtol,
+        refuse_what="the step's memory",
+        no_tensors=True,
+        refuse=("lectorch.step_memory.step_timeline", "lectorch.step_memory.predict_step_memory",
+                "lectorch.step_memory.measure_step_memory", "lectorch.step_memory.cuda_step_peak"),
         hint=("Walk through the step in time: what is alive at the end of the forward pass, and what "
               "is added and freed while backward runs the last layer?",
               "With B ≫ D the activations and their gradients dominate: count every B×D tensor alive "

@@ -67,18 +67,30 @@ register(
 CKPT_TIME_MODEL = {"batch_size": 8, "context_length": 32, "dim": 64, "num_layers": 2,
                    "vocab_size": 2048}
 
+#: asked as a function of the model: the page's model is the public case (sealed); the grader tries
+#: hidden TinyLMs (grading/scale.py), their FLOPs counted by FlopCounterMode
+_CKPT_TIME = Sealed.stored("scale-ckpt-time")
+
 register(
     Exercise(
         id="scale-ckpt-time",
-        title="the step time with activation checkpointing over the step time without",
+        title=("ckpt_time_ratio(batch_size, context_length, dim, num_layers, vocab_size): a TinyLM's step "
+               "time with activation checkpointing over the step time without"),
         kind="prediction",
-        expected=Sealed.stored("scale-ckpt-time"),
+        expected=_CKPT_TIME,
+        cases=(Case(args=tuple(CKPT_TIME_MODEL.values()), expected=_CKPT_TIME,
+                    description="B = 8, T = 32, D = 64, 2 blocks, V = 2048"),),
+        rtol=_CKPT_TIME.rtol,
+        refuse_what="the FLOP count",
+        no_tensors=True,
+        refuse=("lectorch.train.measure_step", "lectorch.flops.count_flops"),
         hint=("predict from FLOPs: which matmuls does the non-reentrant checkpoint run a second "
               "time, and how large are they next to the whole step's?",
               "the head (D × V) is not inside a checkpointed block: it is never recomputed, but "
               "its forward and backward are part of every step."),
-        summary=("judges your prediction against the FLOP ratio (within ±2 %) and compares "
-                 "it with the step times measured on your machine"),
+        summary=("runs your function on the page's model (hidden ones when graded) and judges it "
+                 "against the FLOP ratio (within ±2 %); with measured=, compares it with the step "
+                 "times measured on your machine"),
     )
 )
 

@@ -73,12 +73,23 @@ register(
 
 
 # --- 2. the storage index of an element of a strided slice -----------------------------------------
+#: asked as a function of its setting: the page's slice is the public case (sealed); the grader tries
+#: hidden shapes, slices and elements (grading/views.py), read from torch
+_STORAGE_INDEX = Sealed.stored("views-storage-index")
+
 register(
     Exercise(
         id="views-storage-index",
-        title="the storage index that y[2, 1] reads, for y = x[1:, 2::3] of a contiguous 6×8 x",
+        title=("storage_index(shape, row_start, col_start, col_step, i, j): the storage index that y[i, j] "
+               "reads, for y = x[row_start:, col_start::col_step] of a contiguous x"),
         kind="value",
-        expected=Sealed.stored("views-storage-index"),
+        expected=_STORAGE_INDEX,
+        cases=(Case(args=((6, 8), 1, 2, 3, 2, 1), expected=_STORAGE_INDEX,
+                    description="y = x[1:, 2::3] of a contiguous 6×8 x, element y[2, 1]"),),
+        rtol=_STORAGE_INDEX.rtol,
+        refuse_what="the storage index",
+        no_tensors=True,
+        refuse=("lectorch.views.element_offset", "lectorch.views.describe_view", "lectorch.views.contiguous_strides"),
         hint=("where does y[0, 0] live? That is y's storage offset.",
               "a step in a slice multiplies that dim's stride; then offset + i·stride[0] + j·stride[1]."),
         slips={
@@ -147,16 +158,47 @@ register(
 
 
 # --- 4. strides and offset after a permute, slices and an index ------------------------------------
+#: asked as a function of x's shape: the page's shape is the public case (sealed); the grader tries
+#: hidden 4-D shapes (grading/views.py), read from torch
+_PERMUTE_SLICE = Sealed("x|0|0|33e9262dcc6c94685a6097fb|")
+
+
+def _as_layout(answer: Any):
+    """A (strides, offset) answer as ((int, ...), int), or None when it is not one."""
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2 or not isinstance(answer[0], (tuple, list)):
+        return None
+    strides, offset = answer
+    ints = [*strides, offset]
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in ints):
+        return None
+    return tuple(int(v) for v in strides), int(offset)
+
+
+def compare_layout(got: Any, expected: Any) -> str | None:
+    """The grader's comparison on a hidden shape: the same strides and offset, exactly."""
+    layout = _as_layout(got)
+    if layout is None:
+        return f"return a pair (strides, offset) of ints, like ((6, 2, 1), 0); got {got!r}."
+    return None if layout == _as_layout(expected) else f"{got!r} is not the expected (strides, offset)."
+
+
 register(
     Exercise(
         id="views-permute-slice",
-        title="strides and storage offset of x.permute(3, 1, 0, 2)[::2, 1:, :, 1]",
+        title=("permute_slice_layout(shape): strides and storage offset of "
+               "x.permute(3, 1, 0, 2)[::2, 1:, :, 1] for a fresh x of that shape"),
         kind="value",
-        expected=Sealed("x|0|0|33e9262dcc6c94685a6097fb|"),
+        expected=_PERMUTE_SLICE,
+        cases=(Case(args=((2, 3, 4, 5),), expected=_PERMUTE_SLICE, description="x = torch.empty(2, 3, 4, 5)"),),
+        compare=compare_layout,
+        refuse_what="the strides",
+        no_tensors=True,
+        refuse=("lectorch.views.contiguous_strides", "lectorch.views.describe_view", "lectorch.views.element_offset"),
         hint=("first write x's strides; .permute(3, 1, 0, 2) reorders them (it computes nothing new).",
               ("a step k multiplies that dim's stride by k; a start s adds s·stride to the offset; "
               "an integer index adds index·stride to the offset and removes the dim.")),
-        summary="checks your (strides, offset) pair exactly",
+        summary=("runs your function on the page's shape (hidden ones when graded) and checks the "
+                 "(strides, offset) pair exactly"),
     )
 )
 
