@@ -42,6 +42,24 @@ def expected_of(refs: Mapping, exercise_id: str, case: Any) -> Any:
     return result
 
 
+def with_results(reference, cases: list) -> list:
+    """``cases`` with their expected results computed by ``reference(case)``; a case whose expected
+    value is a dict (facts of its inputs) keeps those facts beside the results.
+
+    >>> from lectorch.exercises import Case
+    >>> [c.expected for c in with_results(lambda c: c.args[0] * 2, [Case(args=(3,), expected=None)])]
+    [6]
+    """
+    import dataclasses
+
+    out = []
+    for case in cases:
+        result = reference(case)
+        expected = {**case.expected, **result} if isinstance(case.expected, dict) else result
+        out.append(dataclasses.replace(case, expected=expected))
+    return out
+
+
 def case_seals() -> dict:
     """The seals of every sealed public case, by exercise id (in case order)."""
     from lectorch.exercises import exercises

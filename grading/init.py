@@ -5,9 +5,10 @@ Not part of the student package.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
+
+from grading.case_seals import with_results
 
 import torch
 from torch import nn
@@ -60,11 +61,7 @@ REFERENCE = {
 
 
 def _with_expected(exercise_id: str, cases: list) -> list:
-    out = []
-    for c in cases:
-        result = REFERENCE[exercise_id](c)
-        out.append(dataclasses.replace(c, expected={**c.expected, **result} if isinstance(c.expected, dict) else result))
-    return out
+    return with_results(REFERENCE[exercise_id], cases)
 
 
 def random_trunc_cases(rng: random.Random, n: int = 2) -> list:
