@@ -5,7 +5,7 @@ number the simulated device holds (issue: bypasses refused; item 3)."""
 
 from __future__ import annotations
 
-import statistics
+import inspect
 import sys
 from pathlib import Path
 
@@ -16,30 +16,14 @@ sys.path.insert(0, str(ROOT))
 import grading  # noqa: E402
 from grading import grader, harness  # noqa: E402
 from grading.judge import judge  # noqa: E402
+from grading.device import time_copy  # noqa: E402
 from lectorch.exercises import get_exercise  # noqa: E402
+from test_exercises_flops import time_call  # noqa: E402  (tests/ is on sys.path)
 
 
-def honest_timer(fn, sync, clock, warmup=3, trials=7):
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(trials):
-        start = clock()
-        fn()
-        sync()
-        times.append(clock() - start)
-    return statistics.median(times)
-
-
-def honest_copy_timing(copy, synchronize, clock, repeats=10):
-    copy()
-    synchronize()
-    start = clock()
-    for _ in range(repeats):
-        copy()
-    synchronize()
-    return (clock() - start) / repeats
+# the honest answers: the reference timers the other tests use (one definition each)
+honest_timer = time_call
+honest_copy_timing = time_copy
 
 
 def peek_closure(fn, sync, clock, *rest, **kw):  # reads the simulated device's own number
@@ -124,18 +108,7 @@ def test_the_grader_judges_timers_by_the_calls_made(ex_id, honest, wrong):
 
 # --------------------------------------------------------------------- through the real sandbox
 
-TIMER_OK = '''import statistics
-def time_call(fn, sync, clock, warmup=3, trials=7):
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(trials):
-        start = clock()
-        fn()
-        sync()
-        times.append(clock() - start)
-    return statistics.median(times)'''
+TIMER_OK = "import statistics\n" + inspect.getsource(time_call)  # the honest timer, as a student writes it
 TIMER_PEEK = '''def time_call(fn, sync, clock):
     device = fn.__closure__[0].cell_contents if fn.__closure__ else fn.__self__
     return device.steady_s'''
