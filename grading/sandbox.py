@@ -241,26 +241,48 @@ def remove_stale_folders(workdir: Path | None = None) -> list[Path]:
     return removed
 
 
-#: the sandboxes running now (for :func:`abort_all`): id -> (process, cgroup, folder)
+#: the sandboxes running now (for :func:`abort_all`): id -> (process, cgroup, folder). Reentrant:
+#: SIGTERM's handler runs in the main thread, which may hold it at that moment.
 _LIVE: dict[int, tuple] = {}
-_LIVE_LOCK = threading.Lock()
+_LIVE_LOCK = threading.RLock()
 
 
 def abort_all() -> None:
-    """Kill every running sandbox and remove its cgroup and folder (the grader is being stopped)."""
+    """Kill every running sandbox and remove its cgroup and folder (the grader is being stopped).
+
+    Waits for each sandbox's processes to be gone before removing its folder (a dying process can
+    still write into it), and then sweeps the folders' parents for any folder this grader marked
+    but had not registered yet (a signal between the two)."""
     with _LIVE_LOCK:
         live = list(_LIVE.values())
     for proc, group, box in live:
         with contextlib.suppress(Exception):
             if group is not None:
                 group.kill_all(3.0)
+        with contextlib.suppress(Exception):
             if proc is not None:
                 os.killpg(proc.pid, signal.SIGKILL)
+                proc.kill()
+                proc.wait(timeout=5)
         with contextlib.suppress(Exception):
             if group is not None:
                 group.remove()
-        with contextlib.suppress(Exception):
-            remove_tree(box)
+    mine = _owner_mark()
+    parents = {Path(box).parent for _, _, box in live} | {Path(tempfile.gettempdir())}
+    for parent in parents:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(parent):
+                if not entry.name.startswith(FOLDER_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    if (Path(entry.path) / MARKER).read_text(encoding="ascii")[:64] != mine:
+                        continue
+                    for attempt in range(3):  # a last write of a dying process may race the first pass
+                        with contextlib.suppress(OSError):
+                            remove_tree(Path(entry.path))
+                        if not os.path.lexists(entry.path):
+                            break
+                        time.sleep(0.1)
 
 
 #: enters the cgroup(s) named by its first arguments, then becomes the command (no Python

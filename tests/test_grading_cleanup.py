@@ -52,6 +52,20 @@ def test_a_killed_graders_folders_are_removed_and_nothing_else(tmp_path):
     assert live.is_dir() and foreign.is_dir() and link.is_symlink()
 
 
+def test_stopping_removes_this_graders_folders_even_unregistered_ones(tmp_path, monkeypatch):
+    """SIGTERM's abort_all: a folder whose sandbox has left the live table (a signal during its
+    cleanup) or had not entered it yet is still this grader's and goes; another's stays."""
+    monkeypatch.setattr(sandbox.tempfile, "gettempdir", lambda: str(tmp_path))
+    mine = sandbox.make_folder(tmp_path)
+    (mine / "out" / "deep").mkdir(parents=True)
+    (mine / "out" / "deep" / "answer.pt").write_bytes(b"x")
+    other = tmp_path / f"{sandbox.FOLDER_PREFIX}other"
+    other.mkdir()
+    (other / sandbox.MARKER).write_text(f"{os.getpid()} 1")  # a live pid, but another process's
+    sandbox.abort_all()
+    assert not mine.exists() and other.is_dir()
+
+
 def test_a_folder_of_another_user_is_left_alone(tmp_path, monkeypatch):
     stale = _folder_of_a_killed_grader(tmp_path)
     monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)
