@@ -72,6 +72,38 @@ def test_no_tensors_refuses_any_torch_call_and_allows_plain_python():
             torch.empty(2, 3, device="meta")
 
 
+@pytest.mark.parametrize("name, says", [
+    ("torch.log_softmx", "torch has no 'log_softmx'; did you mean torch.log_softmax"),
+    ("lectorch.views.contigous_strides", "did you mean lectorch.views.contiguous_strides"),
+    ("lectorch.viewz.element_offset", "lectorch has no 'viewz'; did you mean lectorch.views"),
+    ("lectorch.views.qqq", "lectorch.views has no 'qqq'; it has "),
+    ("no_such_module.f", "no module 'no_such_module' can be imported"),
+    ("lectorch.views", "it names a module, not a function"),
+])
+def test_refusing_a_name_that_names_nothing_is_a_clear_error(name, says):
+    """A typo would refuse nothing: it raises when ``refusing`` is called, naming it and what exists."""
+    with pytest.raises(ValueError, match=re.escape(f"cannot refuse {name!r}: ") + ".*" + re.escape(says)):
+        refusing(["torch.softmax", name], "it")
+
+
+def test_a_library_model_under_no_tensors_says_what_was_refused_and_why():
+    """TinyLM checks its device with ``except RuntimeError``: the refusal is no RuntimeError, so it
+    reaches the student as itself, naming the model, the torch call and the reason."""
+    from lectorch.exercises import reset_attempts
+    from lectorch.models import TinyLM
+
+    def count_by_building(vocab_size, dim, num_layers):
+        return 16 * sum(p.numel() for p in TinyLM(vocab_size, dim, num_layers).parameters())
+
+    reset_attempts("train-ckpt-size")
+    result = check("train-ckpt-size", count_by_building)
+    assert result.status == "failed", result
+    assert ("without creating a tensor: building lectorch.models.TinyLM (called by your function) uses "
+            "torch.device, and every torch call is switched off") in result.message
+    assert "plain Python" in result.message and "device string" not in result.message
+    assert not issubclass(RefusedShortcut, RuntimeError)
+
+
 # --- bypasses, one per implement exercise -------------------------------------------------------------
 
 def _optimizer_bypass():

@@ -44,8 +44,11 @@ from torch.overrides import TorchFunctionMode
 _CLASS_METHODS = ("step", "forward", "__call__")
 
 
-class RefusedShortcut(RuntimeError):
-    """Raised when a student's function calls a routine the exercise asks them to write."""
+class RefusedShortcut(Exception):
+    """Raised when a student's function calls a routine the exercise asks them to write.
+
+    Not a ``RuntimeError``: library code that turns a ``RuntimeError`` into its own error (a
+    device string's check, say) must let the refusal through, with its message."""
 
 
 def _message(name: str, what: str) -> str:
@@ -74,23 +77,80 @@ def _modules_to_scan(owners: set[str]) -> list:
     return found
 
 
+def _no_such(name: str, owner: Any, owner_name: str, attr: str) -> ValueError:
+    """The error for a dotted ``name`` whose ``attr`` ``owner`` lacks, with the names that exist."""
+    import difflib
+
+    have = sorted(n for n in dir(owner) if not n.startswith("_"))
+    close = difflib.get_close_matches(attr, have, n=3)
+    exists = (f"did you mean {', '.join(f'{owner_name}.{c}' for c in close)}?" if close else
+              f"it has {', '.join(have[:8])}{', …' if len(have) > 8 else ''}" if have else "it has no public names")
+    return ValueError(f"cannot refuse {name!r}: {owner_name} has no {attr!r}; {exists}")
+
+
 @functools.lru_cache(maxsize=None)  # failed imports of a dotted name's tail search the disk
 def resolve(name: str) -> Any:
-    """The object a dotted ``name`` such as ``"torch.nn.functional.log_softmax"`` names.
+    """The object a dotted ``name`` such as ``"torch.nn.functional.log_softmax"`` names; a
+    ``ValueError`` naming the part that does not exist, and what does, for a typo.
 
     >>> resolve("torch.Tensor.stride") is torch.Tensor.stride
     True
+    >>> resolve("torch.log_softmx")
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot refuse 'torch.log_softmx': torch has no 'log_softmx'; did you mean torch.log_softmax, torch.softmax, torch.logsumexp?
     """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a refused name must be a dotted path such as 'torch.log_softmax', got {name!r}")
     parts = name.split(".")
     for cut in range(len(parts), 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             continue
-        for attr in parts[cut:]:
+        for k, attr in enumerate(parts[cut:]):
+            if not hasattr(obj, attr):
+                raise _no_such(name, obj, ".".join(parts[:cut + k]), attr)
             obj = getattr(obj, attr)
         return obj
-    raise ValueError(f"cannot resolve {name!r}: give a dotted path that starts with a module")
+    raise ValueError(f"cannot refuse {name!r}: no module {parts[0]!r} can be imported; give a dotted "
+                     "path that starts with a module, such as 'torch.log_softmax'")
+
+
+def _refusable(name: str) -> Any:
+    """``resolve(name)``, checked to be a routine or class that ``refusing`` can switch off."""
+    obj = resolve(name)
+    if isinstance(obj, types.ModuleType) or not (callable(obj) or hasattr(type(obj), "__get__")):
+        raise ValueError(f"cannot refuse {name!r}: it names a {type(obj).__name__}, not a function, "
+                         "method, property or class")
+    return obj
+
+
+def _torch_name(func: Any) -> str:
+    """The name a student would write for a torch function, method or class (``torch.device``)."""
+    qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    for inner, public in (("_VariableFunctionsClass.", "torch."), ("TensorBase.", "torch.Tensor."),
+                          ("Tensor.", "torch.Tensor.")):
+        if qual.startswith(inner):
+            return public + qual[len(inner):]
+    module = getattr(func, "__module__", None) or ""
+    return f"{module}.{qual}" if module.startswith("torch") else qual
+
+
+def _entry_point() -> str | None:
+    """The outermost library routine (torch's or lectorch's) between the student's code and the
+    current torch call, e.g. ``lectorch.models.TinyLM.__init__``; None when the student's code made
+    the torch call itself."""
+    frame, entry = sys._getframe(2), None  # 0: here, 1: the mode's __torch_function__
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        top = module.split(".")[0]
+        if module.startswith("lectorch.exercises") or top not in ("torch", "lectorch", "contextlib", "functools"):
+            break  # the student's frame (or the checker's, around it)
+        if top in ("torch", "lectorch"):
+            entry = f"{module}.{frame.f_code.co_qualname}"
+        frame = frame.f_back
+    return entry
 
 
 class _Refuse(TorchFunctionMode):
@@ -103,10 +163,14 @@ class _Refuse(TorchFunctionMode):
         if name is not None:
             raise RefusedShortcut(_message(name, self.what))
         if self.no_tensors:
-            name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-            name = name.replace("_VariableFunctionsClass.", "torch.").replace("TensorBase.", "Tensor.")
-            raise RefusedShortcut(f"this exercise asks for {self.what} without creating a tensor: "
-                                  f"{name} is switched off while your function is checked.")
+            name, entry = _torch_name(func), _entry_point()
+            if entry and entry.endswith(".__init__"):
+                entry = "building " + entry.removesuffix(".__init__")
+            via = (f"{entry} (called by your function) uses {name}" if entry and not entry.startswith("torch")
+                   else f"{name} is a torch call")
+            raise RefusedShortcut(f"this exercise asks for {self.what} without creating a tensor: {via}, and "
+                                  "every torch call is switched off while your function is checked. Work it "
+                                  "out from the sizes in plain Python (ints and floats).")
         return func(*args, **(kwargs or {}))
 
 
@@ -138,10 +202,24 @@ def _raiser(name: str, what: str):
     return refused
 
 
-@contextlib.contextmanager
 def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool = False) -> Iterator[None]:
-    """Within the block, each routine in ``names`` raises ``RefusedShortcut`` (see the module)."""
+    """Within the block, each routine in ``names`` raises ``RefusedShortcut`` (see the module).
+
+    Every name is checked when ``refusing`` is called: a name that does not resolve raises
+    ``ValueError`` naming it and what exists (a typo would otherwise refuse nothing).
+
+    >>> refusing(["lectorch.views.contigous_strides"], "the strides")
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot refuse 'lectorch.views.contigous_strides': lectorch.views has no 'contigous_strides'; did you mean lectorch.views.contiguous_strides?
+    """
     names = tuple(names)
+    resolved = [_refusable(name) for name in names]  # before the block: a bad name is the checker's bug
+    return _refusing(names, resolved, what, no_tensors)
+
+
+@contextlib.contextmanager
+def _refusing(names: tuple, resolved: list, what: str, no_tensors: bool) -> Iterator[None]:
     if not names and not no_tensors:
         yield
         return
@@ -150,8 +228,7 @@ def refusing(names: Iterable[str] = (), what: str = "this", *, no_tensors: bool 
     owners: set[str] = set()
     undo: list[tuple[Any, str, Any]] = []  # (owner, attribute, original or _MISSING)
     try:
-        for name in names:
-            obj = resolve(name)
+        for name, obj in zip(names, resolved):
             if inspect.isclass(obj):
                 for attr in ("__init__", *_CLASS_METHODS):
                     if attr == "__init__" or attr in vars(obj):
