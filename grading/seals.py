@@ -10,6 +10,7 @@ package only reads the seals (``lectorch.exercises.seal`` seals one value); it n
 from __future__ import annotations
 
 import sys
+import numbers
 from pathlib import Path
 
 from grading import expected_values, topic_modules
@@ -32,7 +33,10 @@ def write_seals(rtols: dict[str, float] | None = None, path: Path = SEALS_FILE) 
     for ex_id, ex in sorted(registry.items()):
         # exercises with no plain answer in grading/ (e.g. a doctest's) have nothing to seal; a
         # course exercise left out shows as a seal missing from the written file
-        if isinstance(ex.expected, Sealed) and ex.expected.numeric and ex_id in values:
+        # (an int answer checked exactly, such as a storage index, has an exact seal: rtol 0)
+        exact_int = (isinstance(ex.expected, Sealed) and not ex.expected.numeric and ex_id in values
+                     and isinstance(values[ex_id], numbers.Integral) and not isinstance(values[ex_id], bool))
+        if isinstance(ex.expected, Sealed) and (ex.expected.numeric or exact_int) and ex_id in values:
             seals[ex_id] = Sealed.of(ex_id, values[ex_id], rtol=rtols.get(ex_id, ex.expected.rtol),
                                      atol=ex.expected.atol)
     slips: dict[str, dict[str, str]] = {}

@@ -76,10 +76,18 @@ def test_mlp_backward_wrong_variants_fail(name):
 # --- backprop-time-ratio (prediction) ------------------------------------------------------------
 
 def test_time_ratio_judges_the_prediction_not_the_measurement():
-    assert grading.EXPECTED["backprop-time-ratio"] == 2.0
+    # one truth, the page's derivation: (2·(L·D² + D) - D²) / (L·D² + D) at D = 4096, L = 8, ±20 %
+    d, n = 4096, 8
+    exact = (2 * (n * d * d + d) - d * d) / (n * d * d + d)
+    assert grading.EXPECTED["backprop-time-ratio"] == pytest.approx(exact, rel=1e-12)
+    assert round(exact, 3) == 1.875 and get_exercise("backprop-time-ratio").tolerance == (0.2, 0.0)
+    for good in (exact, 2.0, 1.75, 1.88, 2.2, exact * 1.2 * 0.999, exact * 0.8 * 1.001):
+        assert check("backprop-time-ratio", _const(good), measured=5.0).passed, good
+    for bad in (exact * 1.2 * 1.01, exact * 0.8 * 0.99):  # 1 % outside each edge
+        assert not check("backprop-time-ratio", _const(bad), measured=5.0).passed, bad
     for good in (2.0, 1.75, 1.88, 2.2):
         assert check("backprop-time-ratio", _const(good), measured=5.0).passed, good
-    for bad, words in ((1.0, "more matmuls"), (3.0, "forward pass too"), (6.0, "factor of about 2.8")):
+    for bad, words in ((1.0, "more matmuls"), (3.0, "forward pass too"), (6.0, "factor of about 3.4")):
         result = check("backprop-time-ratio", _const(bad), measured=2.0)
         assert result.status == "failed" and words in result.message, result.message
         assert "measured" not in result.message  # a failure never shows the number to copy

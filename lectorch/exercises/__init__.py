@@ -193,6 +193,9 @@ class Sealed:
         except within one fine bin of an edge of the interval)."""
         _, rtol, atol, digests, _ = self.token.split("|")
         if not self.numeric:
+            x = _as_real(answer)  # an int checked exactly: 19.0 is the int 19 (no sealed answer is a float)
+            if x is not None and not isinstance(answer, numbers.Integral) and x.is_integer():
+                answer = int(x)
             try:
                 text = json.dumps(_canonical(answer), sort_keys=True)
             except TypeError:
@@ -761,8 +764,10 @@ def _case_tolerance_text(ex: Exercise) -> str:
 def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:
     if sealed.matches(ex.id, got):
         return None
-    if not sealed.numeric:
-        return f"{_short(got)} is not the expected answer."
+    if not sealed.numeric:  # an exact answer (an int, letters, a tuple): a named slip, else "not it"
+        x = _as_real(got)
+        slip = _named_slip(ex, x) if x is not None and math.isfinite(x) else None
+        return f"{_short(got)} is not right: {slip}" if slip else f"{_short(got)} is not the expected answer."
     x = _as_real(got)
     if x is None:
         return f"expected a number, got {_short(got)}."
