@@ -33,9 +33,20 @@ def _storage_index_cases(rng: random.Random) -> list:
     return [Case(args=s, expected=storage_index(*s), description="a hidden slice") for s in settings]
 
 
-def copying_letters() -> str:
-    x = torch.arange(16.0).view(4, 4)
+def copying_letters(rows: int = 4, cols: int = 4) -> str:
+    """The letters of the operations that allocate new storage for that x, asked to torch."""
+    x = torch.arange(float(rows * cols)).view(rows, cols)
     return "".join(sorted(k for k, (_, op) in ex.COPY_QUIZ.items() if not shares_storage(x, op(x))))
+
+
+def _which_copy_cases(rng: random.Random) -> list:
+    # a row or a column of 1 (x.T is contiguous already), odd and even widths (x[:, ::2] merges or not)
+    shapes = [(1, 5), (6, 1), (3, 5), (5, 2), (2, 6), (1, 1)]
+    while len(shapes) < 9:
+        shape = (rng.randint(1, 7), rng.randint(1, 11))
+        if shape not in shapes and shape != (4, 4):  # never the page's x
+            shapes.append(shape)
+    return [Case(args=s, expected=copying_letters(*s), description="a hidden shape") for s in shapes]
 
 
 def permute_slice_layout(shape=(2, 3, 4, 5)) -> tuple[tuple[int, ...], int]:
@@ -107,6 +118,8 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
         return _storage_index_cases(rng)
     if exercise_id == "views-permute-slice":
         return _permute_slice_cases(rng)
+    if exercise_id == "views-which-copy":
+        return _which_copy_cases(rng)
     if exercise_id == "views-transpose-strides":
         return _with_expected(exercise_id, [
             ex.transpose_case((2, 3, 4), 0, 2, "a 3-D tensor, first and last dims"),

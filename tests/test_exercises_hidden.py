@@ -35,6 +35,7 @@ import lectorch.transfer
 from lectorch import hardware, napkin
 from lectorch.transfer import pcie_bytes_per_s
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
+from lectorch.exercises.views import COPY_QUIZ
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -108,6 +109,29 @@ def _tied_by_counter(b, d, h):
 
 # id -> correct forms, wrong variants by name (each must fail the grader, and the practice check
 # too unless it is ``right_on_the_page``), and the name of the library bypass among them (refused)
+def _copies_by_rules(rows, cols):
+    letters = {"j", "k"}  # element-wise ops and triu always write new storage
+    if rows > 1 and cols > 1:  # x.T is not contiguous: .contiguous() and .reshape copy
+        letters |= {"f", "h"}
+    if rows > 1 and cols > 2 and cols % 2:  # x[:, ::2]'s strides (cols, 2) do not merge into one
+        letters.add("i")
+    return letters
+
+
+def _copies_by_strides(rows, cols):
+    """Other operations: the strides of each result, written out, tested for a view of x."""
+    def mergeable(sizes, strides):  # can these dims be read with one stride? (size-1 dims drop out)
+        dims = [(n, st) for n, st in zip(sizes, strides) if n != 1]
+        return all(dims[k][1] == dims[k + 1][0] * dims[k + 1][1] for k in range(len(dims) - 1))
+
+    transposed = mergeable((cols, rows), (1, cols))
+    stepped = mergeable((rows, -(-cols // 2)), (cols, 2))
+    out = "jk"
+    out += "" if transposed else "fh"
+    out += "" if stepped else "i"
+    return "".join(sorted(out))
+
+
 SPECS = {
     "napkin-two-weeks": dict(
         correct=[lambda n, d: n * d * napkin.SECONDS_PER_DAY * _PEAK,
@@ -289,6 +313,16 @@ SPECS = {
                "library": lambda shape, r, c, k, i, j: lectorch.views.element_offset(
                    (i, j), (shape[1], k), r * shape[1] + c)},
         bypass="library"),
+    "views-which-copy": dict(
+        correct=[_copies_by_rules, _copies_by_strides],
+        wrong={"always the 4×4 letters": lambda rows, cols: "fhjk",
+               "size-1 dims ignored": lambda rows, cols: "fhjk" + ("i" if cols % 2 else ""),
+               "a stepped slice always copies": lambda rows, cols: "jk" + ("fhi" if rows > 1 and cols > 1 else ""),
+               "library": lambda rows, cols: "".join(
+                   k for k, (_, op) in COPY_QUIZ.items()
+                   if not lectorch.views.shares_storage(torch.arange(float(rows * cols)).view(rows, cols),
+                                                        op(torch.arange(float(rows * cols)).view(rows, cols))))},
+        bypass="library", right_on_the_page=("always the 4×4 letters", "size-1 dims ignored")),
     "views-permute-slice": dict(
         correct=[lambda shape: ((2, shape[2] * shape[3], shape[1] * shape[2] * shape[3]), shape[2] * shape[3] + shape[3]),
                  lambda shape: (lambda st: ([2 * st[3], st[1], st[0]], st[1] + st[2]))(

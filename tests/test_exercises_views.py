@@ -53,9 +53,9 @@ def test_reference_solutions_pass():
     assert lectorch.check("views-transpose-strides", transposed_strides).passed
     assert lectorch.check("views-storage-index", lambda *setting: 29).passed
     assert lectorch.check("views-storage-index", lambda *setting: 29.0).passed  # the same index
-    assert lectorch.check("views-which-copy", "fhjk").passed
-    assert lectorch.check("views-which-copy", {"F", "h", "j", "k"}).passed
-    assert lectorch.check("views-which-copy", "f, h, j, k").passed
+    assert lectorch.check("views-which-copy", lambda rows, cols: "fhjk").passed  # the page's 4×4 x
+    assert lectorch.check("views-which-copy", lambda rows, cols: {"F", "h", "j", "k"}).passed
+    assert lectorch.check("views-which-copy", lambda rows, cols: "f, h, j, k").passed
     assert lectorch.check("views-permute-slice", lambda shape: ((2, 20, 60), 25)).passed
     assert lectorch.check("views-permute-slice", lambda shape: [[2, 20, 60], 25]).passed
     assert lectorch.check("views-merge-heads", merge_heads).passed
@@ -119,7 +119,7 @@ def test_hidden_cases_pass_the_reference_and_reject_the_bug():
     ],
 )
 def test_wrong_answers_fail_with_a_useful_message(exercise, answer, message):
-    if exercise in ("views-storage-index", "views-permute-slice"):  # functions of the setting
+    if exercise in ("views-storage-index", "views-permute-slice", "views-which-copy"):  # functions of the setting
         answer = (lambda value: lambda *setting: value)(answer)
     result = lectorch.check(exercise, answer)
     assert result.status == "failed", result

@@ -2,7 +2,8 @@
 
 - ``views-transpose-strides`` (implement): the strides of a transposed fresh tensor, without one.
 - ``views-storage-index`` (derive): the storage index an element of a stepped slice reads.
-- ``views-which-copy`` (classify): which of eleven operations allocate new storage.
+- ``views-which-copy`` (classify): which of eleven operations allocate new storage, as a function of
+  the shape of ``x``.
 - ``views-permute-slice`` (derive): strides and offset after a permute, slices and an index.
 - ``views-merge-heads`` (debug): a ``.view`` on a transposed tensor raises; fix it.
 
@@ -102,17 +103,17 @@ register(
 
 
 # --- 3. which operations copy? ----------------------------------------------------------------------
-#: the operations of the exercise, applied to x = torch.arange(16.).view(4, 4)
+#: the operations of the exercise, applied to x = torch.arange(float(rows * cols)).view(rows, cols)
 COPY_QUIZ = {
-    "a": ("x[1]", lambda x: x[1]),
-    "b": ("x[:, 1]", lambda x: x[:, 1]),
+    "a": ("x[0]", lambda x: x[0]),
+    "b": ("x[:, 0]", lambda x: x[:, 0]),
     "c": ("x.T", lambda x: x.T),
-    "d": ("x.view(2, 8)", lambda x: x.view(2, 8)),
+    "d": ("x.view(cols, rows)", lambda x: x.view(x.shape[1], x.shape[0])),
     "e": ("x.contiguous()", lambda x: x.contiguous()),
     "f": ("x.T.contiguous()", lambda x: x.T.contiguous()),
-    "g": ("x.reshape(16)", lambda x: x.reshape(16)),
-    "h": ("x.T.reshape(16)", lambda x: x.T.reshape(16)),
-    "i": ("x[:, ::2].reshape(8)", lambda x: x[:, ::2].reshape(8)),
+    "g": ("x.reshape(-1)", lambda x: x.reshape(-1)),
+    "h": ("x.T.reshape(-1)", lambda x: x.T.reshape(-1)),
+    "i": ("x[:, ::2].reshape(-1)", lambda x: x[:, ::2].reshape(-1)),
     "j": ("x * 1", lambda x: x * 1),
     "k": ("torch.triu(x)", lambda x: torch.triu(x)),
 }
@@ -143,16 +144,35 @@ class _LetterSeal(Sealed):
         return letters is not None and super().matches(exercise_id, letters)
 
 
+def compare_letters(got: Any, expected: str) -> str | None:
+    """The grader's comparison on a hidden shape: the same set of letters, in any spelling."""
+    letters = letters_of(got)
+    if letters is None:
+        return f"return a string of letters from a to k, such as \"ab\"; got {got!r}."
+    return None if letters == expected else f"{got!r} is not the set of operations that copy for this shape."
+
+
+#: asked as a function of x's shape: the page's 4×4 x is the public case (sealed); the grader tries
+#: hidden shapes, rows or columns of 1 and odd widths among them (grading/views.py), read from torch
+_WHICH_COPY = _LetterSeal("x|0|0|ba6893590fe24b974bcf2dc4|")
+
 register(
     Exercise(
         id="views-which-copy",
-        title="which operations allocate new storage",
+        title=("copies(rows, cols): which operations allocate new storage, for "
+               "x = torch.arange(float(rows * cols)).view(rows, cols)"),
         kind="value",
-        expected=_LetterSeal("x|0|0|ba6893590fe24b974bcf2dc4|"),
+        expected=_WHICH_COPY,
+        cases=(Case(args=(4, 4), expected=_WHICH_COPY, description="x = torch.arange(16.).view(4, 4)"),),
+        compare=compare_letters,
+        rtol=0.0,
+        refuse_what="which operations copy",
+        no_tensors=True,
         hint=("indexing, slicing, .T and .view never copy: they only write new metadata.",
               (".contiguous() and .reshape copy only when the strides force them to; element-wise "
-              "ops always write a new tensor. Test each with untyped_storage().data_ptr().")),
-        summary="checks your set of letters (a to k) exactly",
+              "ops always write a new tensor. Test each with untyped_storage().data_ptr()."),
+              ("a dim of size 1 has no stride that matters: which shapes make x.T contiguous already? "
+               "And when do the strides (cols, 2) of x[:, ::2] merge into one?")),
     )
 )
 
