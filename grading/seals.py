@@ -9,8 +9,8 @@ package only reads the seals (``lectorch.exercises.seal`` seals one value); it n
 
 from __future__ import annotations
 
-import sys
 import numbers
+import sys
 from pathlib import Path
 
 from grading import expected_values, topic_modules
