@@ -494,7 +494,12 @@ def test_a_sandboxed_notebook_sees_no_secret_and_cannot_reach_the_network(course
         "        'env': sorted(os.environ), 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),\n"
         "        'nofile': resource.getrlimit(resource.RLIMIT_NOFILE)[1],\n"
         "        'lectorch_writable': os.access(__import__('importlib.util').util.find_spec('lectorch').origin,\n"
-        "                                       os.W_OK)}")
+        "                                       os.W_OK)}\n"
+        "try:  # the sandbox's stand-in: jsonschema's costly, unused import is skipped in the kernel too\n"
+        "    import rfc3987_syntax\n"
+        "    seen['rfc3987_syntax'] = 'imported'\n"
+        "except ImportError as err:\n"
+        "    seen['rfc3987_syntax'] = str(err)")
     item = {"index": 0, "id": "probe", "expr": "seen", "kind": "value", "inputs": None}
     iso = sandbox.detect("bwrap")
     with sandbox.run(nbformat.writes(probe).encode(), "probe.ipynb", [item], {}, limits=sandbox.Limits(timeout_s=30),
@@ -502,6 +507,7 @@ def test_a_sandboxed_notebook_sees_no_secret_and_cannot_reach_the_network(course
         outcome, seen = ran.outcome, readback.read_record(ran.out / "0.json")["value"]
     assert outcome == "ok" and seen["visible"] == [] and seen["net"] is False
     assert seen["lectorch_writable"] is False and seen["nofile"] <= 256
+    assert "not available in the grading sandbox" in seen["rfc3987_syntax"]
     assert not any(k.startswith(("LECTORCH_RESULTS", "SSH", "GRADING")) for k in seen["env"])
     assert max(seen["pids"]) < 100, "the sandbox sees processes outside its PID namespace"
     if os.geteuid() == 0:
