@@ -109,6 +109,20 @@ def test_no_page_links_to_the_repository_or_colab(class_book):
                 f"{page.name} links {url} (the repository holds the solutions)"
 
 
+@pytest.mark.parametrize("language", ["", "zh"])
+def test_the_intro_tells_a_class_how_to_run_and_hand_in(class_book, language):
+    """The intro's "Running the course" is the class's (``{only} class``): the notebooks from the
+    download button, the install line, the grader; not the self-study book's clone of the
+    repository, `make lab` or the Colab launch button, which lead to the solutions."""
+    text = page_text(class_book / language / "chapters" / "intro.html")
+    assert "git clone" not in text and "make lab" not in text, "the class book tells students to clone the repository"
+    assert "File → Upload notebook" in text and "pip install -q" in text
+    assert "lectorch.check(...)" in text
+    if not language:
+        assert "On Colab" not in text and "rocket" not in text
+        assert "Your notebooks" in text and "cases you have not seen" in text
+
+
 def test_every_exercise_stub_is_in_the_pages(class_book):
     for chapter in CHAPTERS:
         nb = nbformat.read(chapter, as_version=4)
