@@ -45,17 +45,23 @@ _NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader"
 
 
 def topic_modules(directory: Path = GRADING_DIR) -> dict[str, ModuleType]:
-    """Every ``<topic>.py`` of ``directory`` (the grading folder by default), imported, by topic."""
+    """Every ``<topic>.py`` of ``directory`` (the grading folder by default), imported, by topic.
+
+    The grading folder's modules are imported once per process (``grading.<topic>``, as any import
+    of them); another folder's (a test's fixture course) are executed afresh on each call."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ValueError(f"grading directory {directory} does not exist; pass the folder of grading modules")
     modules = {}
+    own = directory.resolve() == GRADING_DIR
     for path in sorted(directory.glob("*.py")):
         topic = path.stem
         if topic.startswith("_") or topic in _NOT_TOPICS:
             continue
-        name = f"grading.{topic}" if directory.resolve() == GRADING_DIR else f"_lectorch_grading_{topic}"
-        spec = importlib.util.spec_from_file_location(name, path)
+        if own:
+            modules[topic] = importlib.import_module(f"grading.{topic}")
+            continue
+        spec = importlib.util.spec_from_file_location(f"_lectorch_grading_{topic}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         modules[topic] = module

@@ -34,6 +34,9 @@ from grading import cgroups, harness
 from grading.fstree import remove_tree, tree_size
 
 HARNESS = Path(harness.__file__).resolve()
+#: first on the sandbox's PYTHONPATH: stand-ins that skip a costly import nothing there needs
+#: (see ``kernel_site/rfc3987_syntax.py``); read-only, like the harness
+KERNEL_SITE = HARNESS.parent / "kernel_site"
 #: uid of the sandbox of worker slot ``i`` when the grader runs as root: one user per slot, so
 #: that per-user limits (RLIMIT_NPROC) of one sandbox never count another's processes
 SANDBOX_UID = 1_900_000_000
@@ -182,7 +185,8 @@ def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: li
         cmd += ["--dev-bind", str(dev), str(dev)]
     cmd += ["--perms", "0755", "--dir", "/grade",
             "--ro-bind", str(box / "in"), "/grade/in", "--bind", str(box / "out"), "/grade/out",
-            "--ro-bind", str(HARNESS), "/grade/harness.py", "--chdir", "/tmp",
+            "--ro-bind", str(HARNESS), "/grade/harness.py", "--ro-bind", str(KERNEL_SITE), "/grade/site",
+            "--chdir", "/tmp",
             *(["--perms", "0755", "--dir", "/grade/public"] if public else []),
             *[a for m in public for a in ("--ro-bind", str(m), f"/grade/public/{m.name}")],
             sys.executable, "/grade/harness.py", "/grade/in/plan.json"]
@@ -406,8 +410,9 @@ def _prepare(box: Path, notebook: bytes, name: str, plan_items: list[dict], inpu
         for p in (box / "out", box / "tmp"):
             os.chown(p, uid, uid)
     public = [Path(m).resolve() for m in public]
-    pythonpath = ":".join(["/grade/public"] if bw else sorted({str(m.parent) for m in public}))
-    env = _env(home, inside["tmp"], runtime, pythonpath if public else "", limits.threads)
+    site = ["/grade/site" if bw else str(KERNEL_SITE)]
+    pythonpath = ":".join(site + (["/grade/public"] if bw else sorted({str(m.parent) for m in public})) * bool(public))
+    env = _env(home, inside["tmp"], runtime, pythonpath, limits.threads)
     if bw:
         cmd = _bwrap_command(box, env, limits.memory_bytes, public)
     else:
@@ -519,7 +524,9 @@ def _watch(proc: subprocess.Popen, out: Path, limits: Limits, group) -> tuple[st
     outcome, detail, tick = "ok", "", 0
     own_ns, sandbox_ns = _pid_ns(os.getpid()), None
     while proc.poll() is None:
-        time.sleep(0.2)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.2)  # returns as soon as the sandbox ends (no tick lost)
+            break
         tick += 1
         if group is None and sandbox_ns is None:
             for pid in _tree(proc.pid)[1:]:

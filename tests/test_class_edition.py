@@ -109,6 +109,24 @@ def test_no_page_links_to_the_repository_or_colab(class_book):
                 f"{page.name} links {url} (the repository holds the solutions)"
 
 
+@pytest.mark.parametrize("language", ["", "zh"])
+def test_the_intro_and_running_page_tell_a_class_how_to_run_and_hand_in(class_book, language):
+    """The intro's "Running the course" and the running page are the class's (``{only} class``):
+    the notebooks from the download button, Colab by upload, the install line, the grader; not the
+    self-study book's clone of the repository, `make lab` or the Colab launch button, which lead to
+    the solutions."""
+    for page in ("intro", "reference/running"):
+        text = page_text(class_book / language / "chapters" / f"{page}.html")
+        assert "git clone" not in text and "make lab" not in text, f"{page}: the class book says to clone the repository"
+        assert "File → Upload notebook" in text and "pip install -q" in text, page
+        if not language:
+            assert "rocket" not in text and "launch button" not in text, page
+    text = page_text(class_book / language / "chapters" / "intro.html")
+    assert "lectorch.check(...)" in text
+    if not language:
+        assert "On Colab" not in text and "Your notebooks" in text and "cases you have not seen" in text
+
+
 def test_every_exercise_stub_is_in_the_pages(class_book):
     for chapter in CHAPTERS:
         nb = nbformat.read(chapter, as_version=4)

@@ -3,10 +3,11 @@ trust" and "A grader that survives a hostile class" is played against the grader
 run (in parallel) beside honest and stub neighbours, and none raises a grade; every honest
 neighbour is graded right, and nothing outlives the run (processes, folders, cgroups, memory).
 
-A small fixture course keeps it fast: one public exercise module (``quizex.py``: a sealed value and
+A small fixture course (tests/_grading_course.py) keeps it fast: one public exercise module (``quizex.py``: a sealed value and
 a function with one public case), its grading module (the plain value, hidden random cases), a
 reference chapter, and one tiny notebook per attack. Most notebooks do not import torch. The tests
-judge only what they made: sandboxes go to their own folder, cgroups carry the grader's pid.
+judge only what they made: sandboxes go to their own folder, cgroups carry the grader's pid. The
+command line's own tests (a parent's death, SIGTERM, shards): tests/test_grading_cli.py.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import json
 import secrets
 import os
 import resource
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,6 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -34,62 +32,12 @@ import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402
 
-HAVE_BWRAP = sandbox.bwrap_works()
-CGROUP = cgroups.probe()[0]
-needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap is not usable here")
+from _grading_course import (CGROUP, CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, FUNC_WRONG, HAVE_BWRAP, STALL,  # noqa: E402
+                             VALUE_OK, VALUE_WRONG, cheat, honest, make_course, needs_bwrap, notebook, own_cgroups,
+                             run_grader, sandbox_processes, status_of)
+
 # random per run: a process or file left by another (or an earlier) run never counts as ours
 MARKER = f"lectorch-attack-marker-{secrets.token_hex(4)}"
-
-QUIZEX = '''
-"""Public exercises of the fixture course (students have this file)."""
-from lectorch.exercises import Case, Exercise, Sealed, register
-
-EXERCISES = [
-    register(Exercise(id="quiz-bytes", title="bytes per parameter", kind="value",
-                      expected=Sealed.of("quiz-bytes", 16, rtol=1e-6), hint="count")),
-    register(Exercise(id="quiz-scale", title="scale(x, k)", kind="function", hint="multiply",
-                      cases=(Case(args=(2.0, 3.0), expected=6.0, description="a public case"),))),
-]
-'''
-
-GRADING = '''
-from lectorch.exercises import Case
-
-EXPECTED = {"quiz-bytes": 16}
-
-
-def hidden_cases(exercise_id, rng):
-    if exercise_id != "quiz-scale":
-        return []
-    cases = []
-    for _ in range(3):
-        x, k = rng.uniform(1, 9), rng.uniform(-5, 5)
-        cases.append(Case(args=(x, k), expected=x * k, description="a hidden case"))
-    return cases
-'''
-
-# A stand-in for lectorch in notebooks that do not need it (importing torch costs seconds).
-FAKE = "class lectorch:\n    check = staticmethod(lambda *a, **k: None)"
-VALUE_OK, VALUE_WRONG = "bytes_per_param = 16", "bytes_per_param = 12"
-FUNC_OK = "def scale(x, k):\n    return x * k"
-FUNC_WRONG = "def scale(x, k):\n    return x + k if x != 2.0 else 6.0"   # passes the public case only
-CHECK_VALUE = 'lectorch.check("quiz-bytes", bytes_per_param)'
-CHECK_FUNC = 'lectorch.check("quiz-scale", scale)'
-
-
-def notebook(*cells: str) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return nb
-
-
-def honest(*extra: str, first: str = FAKE) -> nbformat.NotebookNode:
-    return notebook(first, VALUE_OK, CHECK_VALUE, *extra, FUNC_OK, CHECK_FUNC)
-
-
-def cheat(*attack: str, first: str = FAKE) -> nbformat.NotebookNode:
-    """Wrong answers (the public case passes) plus an attack meant to turn them into passes."""
-    return notebook(first, VALUE_WRONG, FUNC_WRONG, *attack, CHECK_VALUE, CHECK_FUNC)
 
 
 def sha(path: Path) -> str:
@@ -109,77 +57,15 @@ def marked_processes() -> list[psutil.Process]:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """The fixture course: public module, grading module, reference chapter, bundle."""
-    base = tmp_path_factory.mktemp("course")
-    (base / "public").mkdir()
-    (base / "public" / "quizex.py").write_text(QUIZEX)
-    (base / "grading").mkdir()
-    (base / "grading" / "quiz.py").write_text(GRADING)
-    (base / "chapters").mkdir()
-    nbformat.write(notebook("import lectorch\nimport quizex", VALUE_OK, CHECK_VALUE, FUNC_OK, CHECK_FUNC),
-                   base / "chapters" / "quiz.ipynb")
-    import runpy
-
-    from lectorch.exercises import _ORIGIN, _REGISTRY, exercises
-
-    exercises()  # load lectorch's own first, then register the fixture's and take them out again
-    public = runpy.run_path(str(base / "public" / "quizex.py"))
-    registry = {ex.id: ex for ex in public["EXERCISES"]}
-    for ex_id in registry:  # the fixture must not leak into other tests' registry
-        _REGISTRY.pop(ex_id, None)
-        _ORIGIN.pop(ex_id, None)
-    bundle = grading.build_bundle(20261201, directory=base / "grading", registry=registry)
-    grading.write_bundle(bundle, base / "instructor" / "bundle.pt")
-    return {"base": base, "registry": registry, "bundle": base / "instructor" / "bundle.pt",
-            "chapters": base / "chapters", "public": base / "public" / "quizex.py"}
-
-
-def run_grader(course, subs: Path, **kwargs):
-    kwargs.setdefault("timeout_s", 60)
-    kwargs.setdefault("memory_gb", 1.5)
-    kwargs.setdefault("workdir", subs.parent)
-    return grade.grade_folder(subs, bundle=course["bundle"], reference_dir=course["chapters"],
-                              registry=course["registry"], public=[course["public"]], **kwargs)
-
-
-def own_cgroups() -> list[Path]:
-    """cgroups this process's graders made and left (named lectorch-grade-<pid>-…)."""
-    found = []
-    for controller in ("memory", "pids"):
-        folder = cgroups._v1_dir(controller)
-        if folder is not None and folder.is_dir():
-            found += folder.glob(f"lectorch-grade-{os.getpid()}-*")
-    folder = cgroups._v2_dir()
-    if folder is not None and folder.is_dir():
-        found += folder.glob(f"lectorch-grade-{os.getpid()}-*")
-    return found
-
-
-def sandbox_processes(grader_pid: int | None = None) -> list[int]:
-    """Processes in a sandbox cgroup of the grader ``grader_pid`` (default: this process)."""
-    tag = f"/lectorch-grade-{grader_pid or os.getpid()}-"
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and tag in Path(f"/proc/{entry}/cgroup").read_text():
-                found.append(int(entry))
-        except OSError:
-            pass
-    return found
-
-
-def status_of(report) -> dict[tuple[str, str], str]:
-    return {(g.submission, g.exercise): g.status for g in report.grades}
-
+    return make_course(tmp_path_factory.mktemp("course"))
 
 
 # ------------------------------------------------------------------------- the attack run
 
 EVIL_NAME = "evil\n  quiz.ipynb  quiz-bytes  passed\x1b[2K\x1b[1A"
-TIMEOUT = 30          # seconds per notebook in the attack run
-# a stall: SIGINT (the cell's interrupt) and SIGALRM (a case's time limit) ignored
-STALL = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-         "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)")
+#: seconds per notebook in the attack run: the stalls hold their slot this long (and at most 10 s
+#: more); an honest notebook of the fixture course needs about a second, the slowest (torch) a few
+TIMEOUT = 15
 
 
 def _attacks(course: dict, subs: Path, results: Path) -> dict[str, nbformat.NotebookNode]:
@@ -514,7 +400,8 @@ def test_grades_are_recorded_as_decided(attack_run):
 
 @needs_bwrap
 def test_nothing_outlives_the_run(attack_run):
-    time.sleep(4.5)  # the detached writer would have written by now
+    # no waiting needed: a detached writer (it sleeps 4 s, then writes grades.json) that escaped is
+    # either still alive, with the marker in its command line, or has written by now
     assert not marked_processes(), "a process started by a submission outlived the run"
     assert not sandbox_processes(), "a sandbox's process outlived the run"
     assert not own_cgroups(), "a sandbox's cgroup was left behind"
@@ -533,127 +420,6 @@ def test_figures(attack_run, capsys):
               + ", ".join(f"{collect.escape(r.submission)} {r.seconds:.1f}s" for r in runs if r.seconds))
         for g in attack_run["report"].grades:
             print(f"  {g.submission[:16]:16} {g.exercise:11} {g.status:16} {g.message[:90]}")
-
-
-# ------------------------------------------------------------------------- the whole CLI
-
-
-def _cli(course, subs: Path, *extra: str) -> list[str]:
-    return [sys.executable, str(ROOT / "tools" / "grade.py"), str(subs), "--bundle", str(course["bundle"]),
-            "--reference", str(course["chapters"]), "--exercises", str(course["public"]), *extra]
-
-
-@needs_bwrap
-def test_the_cli_survives_the_death_of_its_parent_and_writes_table_and_json_that_agree(course, tmp_path):
-    subs = tmp_path / "subs"
-    for name, nb in {"alice": honest(), "bob": cheat(), "carol": honest("import time\ntime.sleep(1)")}.items():
-        (subs / name).mkdir(parents=True)
-        nbformat.write(nb, subs / name / "quiz.ipynb")
-    out, table = tmp_path / "grades.json", tmp_path / "table.txt"
-    grader = _cli(course, subs, "--json", str(out), "--timeout", "20", "--isolation", "bwrap", "--jobs", "2")
-    cmd = " ".join(f"'{a}'" for a in grader)
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    parent = subprocess.Popen(["sh", "-c", f"{cmd} > '{table}' 2>/dev/null & wait"], start_new_session=True, env=env)
-    time.sleep(2.0)
-    parent.kill()   # the grader's parent dies while it is grading
-    parent.wait()
-    deadline = time.monotonic() + 90
-    while not out.exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    time.sleep(0.5)
-    data = json.loads(out.read_text())
-    got = {(g["submission"], g["exercise"]): g["status"] for g in data["grades"]}
-    assert got[("alice", "quiz-bytes")] == got[("alice", "quiz-scale")] == "passed"
-    assert got[("carol", "quiz-scale")] == "passed"
-    assert got[("bob", "quiz-bytes")] == got[("bob", "quiz-scale")] == "failed"
-    assert data["isolation"].startswith("bubblewrap")
-    text = table.read_text()
-    for g in data["grades"]:
-        assert any(line.split() == [g["submission"], g["notebook"], g["exercise"], *g["status"].split()]
-                   for line in text.splitlines()), g
-    _, _, recorded = reports.read_records(tmp_path / "grades.jsonl")
-    assert len(recorded) == len(data["grades"])
-    assert not list(tmp_path.glob(".grades-*")), "a temporary JSON file was left behind"
-    assert not list(tmp_path.glob("lectorch-grade-*")), "a sandbox folder was left behind"
-
-
-@needs_bwrap
-def test_a_stopped_run_keeps_every_grade_decided_so_far_and_leaves_nothing(course, tmp_path):
-    subs = tmp_path / "subs"
-    for name, nb in {"alice": honest(), "bob": honest(), "carol": notebook(FAKE, VALUE_OK, CHECK_VALUE, STALL)}.items():
-        (subs / name).mkdir(parents=True)
-        nbformat.write(nb, subs / name / "quiz.ipynb")
-    records = tmp_path / "records.jsonl"
-    proc = subprocess.Popen(_cli(course, subs, "--records", str(records), "--timeout", "60", "--jobs", "1"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(tmp_path)})
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if records.exists() and records.read_text().count("\n") >= 3:  # the header and two notebooks
-            break
-        time.sleep(0.3)
-    time.sleep(1.0)  # carol is stalling in her sandbox now
-    proc.send_signal(signal.SIGTERM)  # a scheduler cancels the job
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-    header, runs, grades = reports.read_records(records)
-    assert not header.get("finished")
-    assert {g.submission for g in grades} == {"alice", "bob"} and all(g.passed for g in grades), grades
-    time.sleep(1.0)
-    assert not sandbox_processes(proc.pid), "a sandbox outlived its grader"
-    assert not list(tmp_path.glob("lectorch-grade-*")), "a sandbox folder outlived its grader"
-    for controller in ("memory", "pids"):
-        folder = cgroups._v1_dir(controller)
-        if folder is not None:
-            assert not list(folder.glob(f"lectorch-grade-{proc.pid}-*")), "a cgroup outlived its grader"
-
-
-def _small_class(subs: Path) -> None:
-    for name, nb in {"ann": honest(), "ben": cheat(), "cat": notebook(FAKE, "bytes_per_param = ...", CHECK_VALUE),
-                     "dan": honest(), "eve": cheat("bytes_per_param = 16")}.items():
-        (subs / name).mkdir(parents=True)
-        nbformat.write(nb, subs / name / "quiz.ipynb")
-    (subs / "fay").mkdir()
-    (subs / "fay" / "quiz.ipynb").write_text("{not a notebook")
-
-
-@needs_bwrap
-def test_four_shards_merged_equal_one_run(course, tmp_path):
-    subs = tmp_path / "subs"
-    _small_class(subs)
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    shards = [subprocess.Popen(_cli(course, subs, "--shard", f"{i}/4", "--records", str(tmp_path / f"shard-{i}.jsonl"),
-                                    "--timeout", "30", "--jobs", "1"),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env) for i in range(1, 5)]
-    one = run_grader(course, subs, timeout_s=30, jobs=2)
-    for p in shards:
-        assert p.wait(timeout=180) == 0, p.stderr.read()
-    out = tmp_path / "merged.json"
-    merged = subprocess.run([sys.executable, str(ROOT / "tools" / "grade.py"), "--merge",
-                             *map(str, sorted(tmp_path.glob("shard-*.jsonl"))), "--json", str(out)],
-                            capture_output=True, text=True, timeout=60)
-    assert merged.returncode == 0, merged.stderr
-    data = json.loads(out.read_text())
-    assert [(g["submission"], g["exercise"], g["status"], g["message"]) for g in data["grades"]] == \
-           [(g.submission, g.exercise, g.status, g.message) for g in one.grades]
-    assert [(r["submission"], r["outcome"]) for r in data["runs"]] == [(r.submission, r.outcome) for r in one.runs]
-    shares = {collect.shard_of(n, 4) for n in ("ann", "ben", "cat", "dan", "eve", "fay")}
-    assert len(shares) > 1, "every student in one shard: the test proves nothing"
-    # a shard missing, or given twice, is refused
-    with pytest.raises(ValueError, match="missing"):
-        reports.merge(sorted(tmp_path.glob("shard-*.jsonl"))[:3])
-    with pytest.raises(ValueError, match="also in"):
-        reports.merge([tmp_path / "shard-1.jsonl", tmp_path / "shard-1.jsonl"])
-
-
-def test_the_json_path_is_checked_before_grading(course, tmp_path):
-    (tmp_path / "subs").mkdir()
-    nbformat.write(honest(), tmp_path / "subs" / "quiz.ipynb")
-    for bad in (tmp_path / "missing-folder" / "grades.json", tmp_path):
-        start = time.monotonic()
-        with pytest.raises(SystemExit):
-            grade.main([str(tmp_path / "subs"), "--bundle", str(course["bundle"]), "--json", str(bad)])
-        assert time.monotonic() - start < 5, "the path was checked only after grading"
-    with pytest.raises(SystemExit):
-        grade.main([str(tmp_path / "subs"), "--bundle", str(course["bundle"]), "--shard", "5/4"])
 
 
 def test_bundle_reads_back_as_plain_data_and_holds_no_code(course):
@@ -728,7 +494,12 @@ def test_a_sandboxed_notebook_sees_no_secret_and_cannot_reach_the_network(course
         "        'env': sorted(os.environ), 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),\n"
         "        'nofile': resource.getrlimit(resource.RLIMIT_NOFILE)[1],\n"
         "        'lectorch_writable': os.access(__import__('importlib.util').util.find_spec('lectorch').origin,\n"
-        "                                       os.W_OK)}")
+        "                                       os.W_OK)}\n"
+        "try:  # the sandbox's stand-in: jsonschema's costly, unused import is skipped in the kernel too\n"
+        "    import rfc3987_syntax\n"
+        "    seen['rfc3987_syntax'] = 'imported'\n"
+        "except ImportError as err:\n"
+        "    seen['rfc3987_syntax'] = str(err)")
     item = {"index": 0, "id": "probe", "expr": "seen", "kind": "value", "inputs": None}
     iso = sandbox.detect("bwrap")
     with sandbox.run(nbformat.writes(probe).encode(), "probe.ipynb", [item], {}, limits=sandbox.Limits(timeout_s=30),
@@ -736,6 +507,7 @@ def test_a_sandboxed_notebook_sees_no_secret_and_cannot_reach_the_network(course
         outcome, seen = ran.outcome, readback.read_record(ran.out / "0.json")["value"]
     assert outcome == "ok" and seen["visible"] == [] and seen["net"] is False
     assert seen["lectorch_writable"] is False and seen["nofile"] <= 256
+    assert "not available in the grading sandbox" in seen["rfc3987_syntax"]
     assert not any(k.startswith(("LECTORCH_RESULTS", "SSH", "GRADING")) for k in seen["env"])
     assert max(seen["pids"]) < 100, "the sandbox sees processes outside its PID namespace"
     if os.geteuid() == 0:

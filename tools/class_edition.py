@@ -9,7 +9,10 @@ drop-down; this one is what an instructor gives a class: no drop-down, no refere
 outputs are kept; from a chapter's first exercise on every output is cleared (a checker's verdict,
 a cell that uses an answer), as a student who has not done the exercises sees them. Nothing is
 executed (the stubs would stop a run). The pages do not link to the repository (it holds the
-solutions): no repository, issues or Colab buttons.
+solutions): no repository, issues or Colab buttons. This module is also a Sphinx extension of
+that build (:func:`setup`): it sets the tag ``class``, so that a page's ``{only} class`` blocks are
+shown and its ``{only} not class`` blocks (e.g. the intro's clone, ``make lab`` and Colab launch
+instructions, which lead to the repository) are left out; both are in the catalogs.
 """
 
 from __future__ import annotations
@@ -45,12 +48,19 @@ def stage(folder: Path) -> Path:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["html"].update(use_repository_button=False, use_issues_button=False)
     config["launch_buttons"]["colab_url"] = ""
+    config["sphinx"].setdefault("local_extensions", {})["class_edition"] = "tools/"  # the tag ``class``
     # the static files stay the repository's (a relative path would be read from the staged folder)
     sphinx_config = config["sphinx"]["config"]
     sphinx_config["html_static_path"] = [str(ROOT / p) for p in sphinx_config.get("html_static_path", [])]
     (folder / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     shutil.copy(ROOT / "_toc.yml", folder / "_toc.yml")
     return folder
+
+
+def setup(app):
+    """Sphinx extension of the class edition: the tag ``class`` (``{only} class`` blocks)."""
+    app.tags.add("class")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 def build(output: Path = OUTPUT) -> list[subprocess.CompletedProcess]:
