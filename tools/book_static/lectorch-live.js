@@ -13,6 +13,14 @@
 (function () {
   "use strict";
 
+  // ---- the page's language: tr("message {name}", {name: value}) looks the message up in
+  // window.LECTORCH_LIVE_UI, which the Chinese build writes from _ui.po (tools/sphinx_lectorch_i18n.py
+  // extracts every tr("…") literal of this file into that catalog); English pages have none
+  function tr(msg, args) {
+    var ui = window.LECTORCH_LIVE_UI || {}, s = Object.prototype.hasOwnProperty.call(ui, msg) ? ui[msg] : msg;
+    return args ? s.replace(/\{(\w+)\}/g, function (m, k) { return k in args ? String(args[k]) : m; }) : s;
+  }
+
   // ---- formatting, as lectorch prints ------------------------------------------------------
   function sigDigits(x, digits) {       // x's first `digits` significant digits and its exponent, ties to even as Python
     var parts = x.toExponential(digits - 1).split("e"), exp = Number(parts[1]);
@@ -298,6 +306,232 @@
                         ["FLOPs", esc(formula) + " (" + formatFlops(flops) + ")"]]);
       return {html: html, numbers: n};
     }
+  };
+
+  // ---- views of x = torch.arange(numel).view(shape) (lectorch.widgets.views.view_result) ---------
+  function pyInt(text, what) {          // Python's int(text) for decimal text
+    var t = text.trim();
+    if (!/^[+-]?\d+(_\d+)*$/.test(t)) throw what;
+    return Number(t.replace(/_/g, ""));
+  }
+  function pyStripChars(text, chars) {  // Python's text.strip(chars)
+    var a = 0, b = text.length;
+    while (a < b && chars.indexOf(text[a]) >= 0) a++;
+    while (b > a && chars.indexOf(text[b - 1]) >= 0) b--;
+    return text.slice(a, b);
+  }
+  function pyQuote(text) { return text.indexOf("'") >= 0 && text.indexOf('"') < 0 ? '"' + text + '"' : "'" + text.replace(/'/g, "\\'") + "'"; }
+  function pyTuple(items) { return "(" + items.join(", ") + (items.length === 1 ? ",)" : ")"); }
+  function parseInts(text, name) {      // lectorch.widgets.views.parse_ints
+    var body = pyStripChars(text.trim(), "()[]").trim();
+    if (!body) return [];
+    return body.split(",").filter(function (p) { return p.trim(); }).map(function (p) {
+      try { return pyInt(p, 1); } catch (e) { fail(name + " must be ints separated by commas, such as '4, 4'; got " + pyQuote(text)); }
+    });
+  }
+  function parseIndex(text) {           // lectorch.widgets.views.parse_index: ints, slices, "..."
+    var body = pyStripChars(text.trim(), "[]").trim();
+    if (!body) return [];
+    return body.split(",").map(function (part) {
+      part = part.trim();
+      try {
+        if (part === "...") return {ellipsis: true};
+        if (part.indexOf(":") >= 0) {
+          var b = part.split(":");
+          if (b.length > 3) throw 1;
+          var s = b.map(function (x) { return x.trim() ? pyInt(x, 1) : null; });
+          return {slice: true, start: s[0], stop: s.length > 1 ? s[1] : null, step: s.length > 2 ? s[2] : null};
+        }
+        return pyInt(part, 1);
+      } catch (e) { fail("index: cannot read " + pyQuote(part) + "; write ints, slices like 1:3 or ::2, or ..."); }
+    });
+  }
+  function contiguousStrides(shape) {   // lectorch.views.contiguous_strides
+    var out = [], step = 1;
+    for (var d = shape.length - 1; d >= 0; d--) { out.unshift(step); step *= Math.max(shape[d], 1); }
+    return out;
+  }
+  function prod(a) { return a.reduce(function (x, y) { return x * y; }, 1); }
+  function isContiguous(L) {            // lectorch.views.Layout.is_contiguous (torch's rule)
+    if (prod(L.shape) === 0) return true;
+    var expected = 1;
+    for (var d = L.shape.length - 1; d >= 0; d--) {
+      if (L.shape[d] !== 1) { if (L.strides[d] !== expected) return false; expected *= L.shape[d]; }
+    }
+    return true;
+  }
+  function cellsOf(L) {                 // lectorch.views.Layout.cells: storage index of every element, row-major
+    var cells = [L.offset];
+    L.shape.forEach(function (size, d) {
+      var next = [];
+      cells.forEach(function (c) { for (var i = 0; i < size; i++) next.push(c + i * L.strides[d]); });
+      cells = next;
+    });
+    return cells;
+  }
+  function normDim(dim, ndim, name) {
+    if (!(-ndim <= dim && dim < ndim)) fail(name + "=" + dim + " is out of range for a layout with " + ndim + " dims");
+    return ((dim % ndim) + ndim) % ndim;
+  }
+  function permute(L, dims) {           // lectorch.views.Layout.permute
+    var order = dims.map(function (d) { return normDim(d, L.shape.length, "dims"); });
+    var sorted = order.slice().sort(function (a, b) { return a - b; });
+    if (sorted.length !== L.shape.length || sorted.some(function (d, i) { return d !== i; }))
+      fail("dims " + pyTuple(dims) + " must be a permutation of 0.." + (L.shape.length - 1) + ", each dim exactly once");
+    return {shape: order.map(function (d) { return L.shape[d]; }), strides: order.map(function (d) { return L.strides[d]; }),
+            offset: L.offset};
+  }
+  function sliceIndices(e, size) {      // Python's slice(start, stop, step).indices(size), step > 0
+    function clamp(v, dflt) {
+      if (v === null) return dflt;
+      if (v < 0) v += size;
+      return Math.min(Math.max(v, 0), size);
+    }
+    var step = e.step === null ? 1 : e.step, start = clamp(e.start, 0), stop = clamp(e.stop, size);
+    return {start: start, step: step, length: Math.max(0, Math.ceil((stop - start) / step))};
+  }
+  function index(L, entries) {          // lectorch.views.Layout.__getitem__
+    var ell = entries.filter(function (e) { return e && e.ellipsis; }).length, ndim = L.shape.length;
+    if (ell > 1) fail("index may contain at most one '...'");
+    var real = entries.length - ell;
+    if (real > ndim) fail("index has " + real + " entries but the layout has only " + ndim + " dims");
+    var full = [];
+    entries.forEach(function (e) {
+      if (e && e.ellipsis) for (var k = 0; k < ndim - real; k++) full.push({slice: true, start: null, stop: null, step: null});
+      else full.push(e);
+    });
+    while (full.length < ndim) full.push({slice: true, start: null, stop: null, step: null});
+    var shape = [], strides = [], offset = L.offset;
+    full.forEach(function (e, d) {
+      var size = L.shape[d], stride = L.strides[d];
+      if (typeof e === "object") {
+        if (e.step !== null && e.step <= 0) fail("slice step must be positive (torch has no negative strides), got " + e.step);
+        var s = sliceIndices(e, size);
+        shape.push(s.length); strides.push(stride * s.step); offset += s.start * stride;
+      } else {
+        if (!(-size <= e && e < size)) fail("index " + e + " is out of range for dim " + d + " of size " + size);
+        offset += (((e % size) + size) % size) * stride;
+      }
+    });
+    return {shape: shape, strides: strides, offset: offset};
+  }
+  function flatStrides(L) {             // torch's computeStride for .view(-1): the one stride, or null (must copy)
+    var n = prod(L.shape), newShape = [n];
+    if (!L.shape.length) return [1];
+    if (n === 0) return L.shape.length === 1 ? L.strides.slice() : [1];
+    var viewD = 0, newStride = [0], chunk = L.strides[L.shape.length - 1], tensorNumel = 1, viewNumel = 1;
+    for (var d = L.shape.length - 1; d >= 0; d--) {
+      tensorNumel *= L.shape[d];
+      if (d === 0 || (L.shape[d - 1] !== 1 && L.strides[d - 1] !== tensorNumel * chunk)) {
+        while (viewD >= 0 && (viewNumel < tensorNumel || newShape[viewD] === 1)) {
+          newStride[viewD] = viewNumel * chunk; viewNumel *= newShape[viewD]; viewD--;
+        }
+        if (viewNumel !== tensorNumel) return null;
+        if (d > 0) { chunk = L.strides[d - 1]; tensorNumel = 1; viewNumel = 1; }
+      }
+    }
+    return viewD === -1 ? newStride : null;
+  }
+  function elementwiseStrides(L) {      // the strides torch's TensorIterator gives `view + 0` (it keeps the layout's order)
+    var nd = L.shape.length, perm = [], i;
+    if (nd <= 1) return contiguousStrides(L.shape);
+    for (i = nd - 1; i >= 0; i--) perm.push(i);
+    function shouldSwap(a, b) {
+      var s0 = L.strides[a], s1 = L.strides[b];
+      if (s0 === 0 || s1 === 0) return 0;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      return L.shape[a] > L.shape[b] ? 1 : 0;
+    }
+    for (i = 1; i < nd; i++) {
+      var d1 = i;
+      for (var d0 = i - 1; d0 >= 0; d0--) {
+        var c = shouldSwap(perm[d0], perm[d1]);
+        if (c > 0) { var t = perm[d0]; perm[d0] = perm[d1]; perm[d1] = t; d1 = d0; } else if (c < 0) break;
+      }
+    }
+    // the layout's own order is row-major: a plain contiguous output (torch.empty's strides, sizes 0 count as 1)
+    if (perm.every(function (d, k) { return d === nd - 1 - k; })) return contiguousStrides(L.shape);
+    var out = new Array(nd), next = 1;
+    perm.forEach(function (d) { out[d] = next; next *= L.shape[d]; });
+    return out;
+  }
+  function viewExpression(dims, entries, then) {  // lectorch.widgets.views._expression
+    var expr = "x";
+    if (dims.length) expr += dims.length > 1 ? ".permute(" + dims.join(", ") + ")" : ".permute(" + dims[0] + ")";
+    if (entries.length) expr += "[" + entries.map(function (e) {
+      if (e && e.ellipsis) return "...";
+      if (typeof e === "object") return (e.start === null ? "" : e.start) + ":" + (e.stop === null ? "" : e.stop) +
+        (e.step !== null ? ":" + e.step : "");
+      return String(e);
+    }).join(", ") + "]";
+    if (then !== "(nothing)") expr = then === "+ 0" ? "(" + expr + ") + 0" : expr + then;
+    return expr;
+  }
+  function storageSvg(L, size, title, D) {  // lectorch.plots.views.storage_view_figure, as SVG
+    var V = D.views, cols = L.shape.length ? L.shape[L.shape.length - 1] : 1;
+    var rows = L.shape.length > 1 ? prod(L.shape.slice(0, -1)) : 1, cells = cellsOf(L), colours = {};
+    cells.forEach(function (c, k) { if (!(c in colours)) colours[c] = V.palette[Math.floor(k / Math.max(cols, 1)) % V.palette.length]; });
+    var box = 22, gap = 34, W = Math.max(size, cols, 1) * box + 8, top = 22, gridTop = top + box + gap;
+    var H = gridTop + Math.max(rows, 1) * box + (L.shape.length > 2 ? 22 : 6);
+    function cell(x, y, colour, label) {
+      return '<rect x="' + x + '" y="' + y + '" width="' + box + '" height="' + box + '" fill="' + colour +
+        '" stroke="#555" stroke-width="0.8"/>' + (label === "" ? "" : '<text x="' + (x + box / 2) + '" y="' + (y + box / 2 + 4) +
+        '" text-anchor="middle" font-size="11" fill="' + (colour === V.grey ? "#999" : "#222") + '">' + label + "</text>");
+    }
+    var out = '<svg class="lp-views" viewBox="0 0 ' + W + " " + H + '" width="' + W + '" role="img" aria-label="' + esc(title) + '">' +
+      '<text x="4" y="14" font-size="12">' + esc(tr("storage: {size} elements, in memory order", {size: size})) + "</text>";
+    for (var i = 0; i < size; i++) out += cell(4 + i * box, top, colours[i] || V.grey, size <= V.max_labelled ? i : "");
+    out += '<text x="4" y="' + (gridTop - 8) + '" font-size="12">' + esc(title) + "</text>";
+    var labelled = Math.max(cols, size) <= V.max_labelled;
+    cells.forEach(function (c, k) {
+      var r = Math.floor(k / Math.max(cols, 1)), col = k - r * Math.max(cols, 1);
+      out += cell(4 + col * box, gridTop + r * box, V.palette[r % V.palette.length], labelled ? c : "");
+    });
+    if (L.shape.length > 2) out += '<text x="4" y="' + (H - 6) + '" font-size="11">' +
+      esc(tr("(leading dims flattened into {rows} rows)", {rows: rows})) + "</text>";
+    return out + "</svg>";
+  }
+  LIVE.views = function (v, D) {
+    var size = parseInts(v.shape, "shape"), V = D.views;
+    size.forEach(function (n) { if (n < 0) fail("shape has a negative size " + n + " in " + pyTuple(size) + "; sizes must be >= 0"); });
+    if (!(size.length >= 1 && size.length <= 4)) fail("shape must have 1 to 4 dims, got " + pyTuple(size));
+    var numel = prod(size);
+    if (!(numel >= 1 && numel <= V.max_drawn)) fail("shape " + pyTuple(size) + " has " + numel + " elements: keep it between 1 and " +
+                                                    V.max_drawn + " so the drawing stays readable");
+    var order = parseInts(v.dims, "dims"), entries = parseIndex(v.index);
+    if (V.then.indexOf(v.then) < 0) fail("then must be one of " + V.then.join(", ") + ", got " + v.then);
+    var L = {shape: size, strides: contiguousStrides(size), offset: 0};
+    if (order.length) L = permute(L, order);
+    if (entries.length) L = index(L, entries);
+    var expr = viewExpression(order, entries, v.then), R = L, copy = false, n = prod(L.shape);
+    if (v.then === ".view(-1)" || v.then === ".reshape(-1)") {
+      var flat = flatStrides(L);
+      if (flat) R = {shape: [n], strides: flat, offset: L.offset};
+      else if (v.then === ".view(-1)") fail(expr + " raises: this view's strides " + pyTuple(L.strides) + " cannot be merged into " +
+                                            "one dimension without copying; .reshape(-1) would copy, .view(-1) refuses");
+      else { R = {shape: [n], strides: [1], offset: 0}; copy = true; }
+    } else if (v.then === ".contiguous()" && !isContiguous(L)) {
+      R = {shape: L.shape, strides: contiguousStrides(L.shape), offset: 0}; copy = true;
+    } else if (v.then === "+ 0") {
+      R = {shape: L.shape, strides: elementwiseStrides(L), offset: 0}; copy = true;
+    }
+    var storage = copy ? n : numel, bytes = storage * V.element_bytes, cells = cellsOf(R), contiguous = isContiguous(R);
+    var distinct = cells.filter(function (c, i) { return cells.indexOf(c) === i; }).length;
+    var out = {ndim: R.shape.length, offset: R.offset, contiguous: contiguous ? 1 : 0, shares_storage: copy ? 0 : 1,
+               storage_elements: storage, storage_bytes: bytes, cells_read: distinct, numel: n};
+    R.shape.forEach(function (s, d) { out["shape" + d] = s; });
+    R.strides.forEach(function (s, d) { out["stride" + d] = s; });
+    cells.forEach(function (c, k) { out["cell" + k] = c; });
+    var html = table([
+      [tr("expression"), "<code>" + esc(expr) + "</code>"], [tr("shape"), pyTuple(R.shape)], [tr("strides"), pyTuple(R.strides)],
+      [tr("offset"), R.offset], [tr("contiguous"), contiguous ? tr("yes") : tr("no")],
+      [tr("shares storage with x"), copy ? esc(tr("no (a copy: {bytes} new bytes)", {bytes: bytes})) : esc(tr("yes (a view: 0 new bytes)"))],
+      [tr("storage cells read"), esc(tr("{read} of {total}", {read: distinct, total: storage}))]]);
+    var title = tr("{expr}: shape {shape}, strides {strides}, offset {offset} ({kind})",
+                   {expr: expr, shape: pyTuple(R.shape), strides: pyTuple(R.strides), offset: R.offset,
+                    kind: contiguous ? tr("contiguous") : tr("non-contiguous")});
+    return {html: html + storageSvg(R, storage, title, D), numbers: out};
   };
 
   // ---- a small SVG chart: lines (null breaks a line), bars of a histogram, marker lines ------------
