@@ -13,9 +13,9 @@
 (function () {
   "use strict";
 
-  // ---- the page's language: tr("message {name}", {name: value}) looks the message up in
+  // ---- the page's language: tr(message, values) looks the message up in
   // window.LECTORCH_LIVE_UI, which the Chinese build writes from _ui.po (tools/sphinx_lectorch_i18n.py
-  // extracts every tr("…") literal of this file into that catalog); English pages have none
+  // extracts the literal message of every tr call in this file into that catalog); English pages have none
   function tr(msg, args) {
     var ui = window.LECTORCH_LIVE_UI || {}, s = Object.prototype.hasOwnProperty.call(ui, msg) ? ui[msg] : msg;
     return args ? s.replace(/\{(\w+)\}/g, function (m, k) { return k in args ? String(args[k]) : m; }) : s;
@@ -109,14 +109,14 @@
       var n = {training_flops: flops, cluster_flops_per_s: perS, days: days, gpu_hours: days * 24 * v.num_gpus,
                memory_needed_bytes: v.params * perParam, memory_available_bytes: gpu.memory_bytes * v.num_gpus,
                max_params: v.num_gpus * gpu.memory_bytes / perParam};
-      var fits = n.memory_needed_bytes <= n.memory_available_bytes ? "fits" : "does <b>not</b> fit";
+      var fits = n.memory_needed_bytes <= n.memory_available_bytes ? tr("fits") : tr("does <b>not</b> fit");
       var html = table([
-        ["training FLOPs (6·N·T)", gfmt(flops, 3)],
-        ["useful cluster FLOP/s", gfmt(perS, 3)],
-        ["training time", "<b>" + commas(days) + " days</b> (" + commas(n.gpu_hours) + " GPU-hours)"],
-        ["weights + gradients + optimizer state", formatBytes(n.memory_needed_bytes, false) + " — " + fits + " in " +
+        [tr("training FLOPs (6·N·T)"), gfmt(flops, 3)],
+        [tr("useful cluster FLOP/s"), gfmt(perS, 3)],
+        [tr("training time"), tr("<b>{days} days</b> ({hours} GPU-hours)", {days: commas(days), hours: commas(n.gpu_hours)})],
+        [tr("weights + gradients + optimizer state"), formatBytes(n.memory_needed_bytes, false) + " — " + fits + " in " +
           formatBytes(n.memory_available_bytes, false)],
-        ["largest model on this cluster", siCount(n.max_params) + " parameters (activations not counted)"]]);
+        [tr("largest model on this cluster"), tr("{n} parameters (activations not counted)", {n: siCount(n.max_params)})]]);
       return {html: html, numbers: n};
     },
     tensor_bytes: function (v, D) {
@@ -127,19 +127,20 @@
         return "<tr style='font-weight:" + (d === v.dtype ? "bold" : "normal") + "'><td>" + d +
           "</td><td style='text-align:right'>" + commas(b) + "</td><td>" + formatBytes(b) + "</td></tr>";
       });
-      var head = "<div>" + commas(v.rows) + " × " + commas(v.cols) + " = " + commas(el) + " elements × " +
-        D.float_bytes[v.dtype] + " bytes (" + v.dtype + ") = <b>" + formatBytes(n.bytes) + "</b></div>";
-      return {html: head + "<table><tr><th>dtype</th><th>bytes</th><th></th></tr>" + lines.join("") + "</table>",
+      var head = "<div>" + tr("{rows} × {cols} = {elements} elements × {size} bytes ({dtype}) = <b>{total}</b>",
+                              {rows: commas(v.rows), cols: commas(v.cols), elements: commas(el), size: D.float_bytes[v.dtype],
+                               dtype: v.dtype, total: formatBytes(n.bytes)}) + "</div>";
+      return {html: head + "<table><tr><th>dtype</th><th>" + tr("bytes") + "</th><th></th></tr>" + lines.join("") + "</table>",
               numbers: n};
     },
     transfer: function (v, D) {
       var nbytes = v.elements * D.transfer_bytes[v.dtype], n = {bytes: nbytes};
-      var rows = [["bytes moved", "<b>" + commas(nbytes) + " B = " + formatBytes(nbytes) + "</b>"]];
+      var rows = [[tr("bytes moved"), "<b>" + commas(nbytes) + " B = " + formatBytes(nbytes) + "</b>"]];
       Object.keys(D.links).forEach(function (link) {
         var t = nbytes / D.links[link]; n["seconds " + link] = t;
         rows.push(["napkin: " + esc(link) + " at its peak", "<b>" + formatSeconds(t) + "</b>"]);
       });
-      rows.push(["measured copy", "<i>run the notebook to measure your machine</i>"]);
+      rows.push([tr("measured copy"), "<i>" + tr("run the notebook to measure your machine") + "</i>"]);
       return {html: table(rows), numbers: n};
     },
     roofline: function (v, D) {
@@ -149,14 +150,15 @@
       var I = flops / bytes, ridge = peak / bw, att = Math.min(peak, I * bw), bound = I >= ridge ? "compute" : "memory";
       var n = {flops: flops, bytes: bytes, intensity: I, ridge_point: ridge, attainable: att, mfu_max: att / peak,
                compute_bound: bound === "compute" ? 1 : 0};
+      var verdict = {flops: formatFlops(att, true), mfu: (att / peak).toFixed(3)};
       var html = table([
-        ["matmul", "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ") in " +
+        [tr("matmul"), "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ") in " +
           v.dtype + ": " + gfmt(flops, 3) + " FLOPs, " + formatBytes(bytes, false) + " moved"],
-        ["arithmetic intensity", commas(I, 1) + " FLOPs/byte"],
-        ["ridge point", commas(ridge, 1) + " FLOPs/byte = " + gfmt(peak / 1e12, 6) + " TFLOP/s ÷ " +
+        [tr("arithmetic intensity"), commas(I, 1) + " FLOPs/byte"],
+        [tr("ridge point"), commas(ridge, 1) + " FLOPs/byte = " + gfmt(peak / 1e12, 6) + " TFLOP/s ÷ " +
           gfmt(bw / 1e12, 6) + " TB/s"],
-        ["verdict", "<b>" + bound + "-bound</b>: at most " + formatFlops(att, true) + ", i.e. an MFU of at most " +
-          (att / peak).toFixed(3)]]);
+        [tr("verdict"), (bound === "compute" ? tr("<b>compute-bound</b>: at most {flops}, i.e. an MFU of at most {mfu}", verdict) :
+          tr("<b>memory-bound</b>: at most {flops}, i.e. an MFU of at most {mfu}", verdict))]]);
       return {html: html + rooflineSvg(gpu.name + ", " + v.dtype + " (datasheet)", peak, bw, I, att,
                                        "(" + v.m + ", " + v.k + ") @ (" + v.k + ", " + v.n + ")"), numbers: n};
     },
@@ -172,14 +174,14 @@
       }
       var n = {forward: fwd, backward_weight: bw, backward_input: bi, backward: bw + bi, total: fwd + bw + bi,
                num_parameters: params, ratio: (bw + bi) / fwd};
-      var rows = [["forward", fwd], ["backward: weight grads", bw], ["backward: input grads", bi],
-                  ["backward", bw + bi], ["total", n.total]];
+      var rows = [[tr("forward"), fwd], [tr("backward: weight grads"), bw], [tr("backward: input grads"), bi],
+                  [tr("backward"), bw + bi], [tr("total"), n.total]];
       var html = "<p>" + v.depth + " layer" + (v.depth > 1 ? "s" : "") + ", widths " + v.dim + " → … → " + v.out_dim +
         ", " + commas(params) + " parameters, batch " + v.batch + "</p><table><tr><th></th><th>predicted</th></tr>" +
         rows.map(function (r) { return "<tr><td>" + r[0] + "</td><td style='text-align:right'>" + commas(r[1]) + "</td></tr>"; }).join("") +
         "</table><p>backward / forward = <b>" + n.ratio.toFixed(2) + "</b>; total / (6 × batch × parameters) = <b>" +
         (n.total / (6 * v.batch * params)).toFixed(3) + "</b></p>" +
-        "<p class='lp-aside'>The notebook also counts them with FlopCounterMode.</p>" +
+        "<p class='lp-aside'>" + tr("The notebook also counts them with FlopCounterMode.") + "</p>" +
         bars(rows.slice(0, 3), function (x) { return gfmt(x, 3) + " FLOPs"; });
       return {html: html, numbers: n};
     },
@@ -208,7 +210,7 @@
       }).join("");
       var html = "<table>" + rows + "<tr><td><b>all at once</b></td><td><b>" + formatBytes(total) + "</b></td></tr>" +
         "<tr><td>predicted peak (" + peak[0] + ")</td><td>" + formatBytes(peak[1] * e) + "</td></tr></table>" +
-        "<p class='lp-aside'>The notebook also measures the peak when the step is small enough.</p>" +
+        "<p class='lp-aside'>" + tr("The notebook also measures the peak when the step is small enough.") + "</p>" +
         bars(Object.keys(parts).map(function (key) { return [key.replace(/_/g, " "), parts[key]]; }),
              function (x) { return formatBytes(x, false); });
       return {html: html, numbers: n};
@@ -301,8 +303,8 @@
           mult2 + " × " + factors(output.concat(contracted)) + " = " + commas(flops);
       }
       var pyShape = "(" + shape.join(", ") + (shape.length === 1 ? ",)" : ")");
-      var html = table([["output shape", pyShape], ["batch dims (kept, in every operand)", dimsHtml(batch)],
-                        ["free dims (kept)", dimsHtml(free)], ["contracted dims (summed)", dimsHtml(contracted)],
+      var html = table([[tr("output shape"), pyShape], [tr("batch dims (kept, in every operand)"), dimsHtml(batch)],
+                        [tr("free dims (kept)"), dimsHtml(free)], [tr("contracted dims (summed)"), dimsHtml(contracted)],
                         ["FLOPs", esc(formula) + " (" + formatFlops(flops) + ")"]]);
       return {html: html, numbers: n};
     }
@@ -592,19 +594,19 @@
     matmul: function (v, n) {
       var where = n.device + (v.threads ? ", " + v.threads + " thread" + (v.threads !== 1 ? "s" : "") : "");
       var rows = [
-        ["matmul", "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ") in " + esc(v.dtype) +
+        [tr("matmul"), "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ") in " + esc(v.dtype) +
           " on " + esc(where)],
-        ["FLOPs = 2·B·D·K", commas(n.flops)],
-        ["bytes moved (at least)", formatBytes(n.bytes, false) + " → intensity " + commas(n.intensity, 1) + " FLOPs/byte"],
-        ["measured time", formatSeconds(n.median_s) + " median (IQR " + formatSeconds(n.iqr_s) + ", " + n.trials + " trials × " +
+        [tr("FLOPs = 2·B·D·K"), commas(n.flops)],
+        [tr("bytes moved (at least)"), formatBytes(n.bytes, false) + " → intensity " + commas(n.intensity, 1) + " FLOPs/byte"],
+        [tr("measured time"), formatSeconds(n.median_s) + " median (IQR " + formatSeconds(n.iqr_s) + ", " + n.trials + " trials × " +
           n.number + ")"],
-        ["achieved", "<b>" + formatFlops(n.flops_per_s, true) + "</b>"]];
+        [tr("achieved"), "<b>" + formatFlops(n.flops_per_s, true) + "</b>"]];
       if (n.peak) {
-        rows.push(["MFU", "<b>" + n.mfu.toFixed(3) + "</b> of the " + esc(n.gpu) + " dense " + esc(v.dtype) + " peak (" +
+        rows.push([tr("MFU"), "<b>" + n.mfu.toFixed(3) + "</b> of the " + esc(n.gpu) + " dense " + esc(v.dtype) + " peak (" +
                    gfmt(n.peak / 1e12, 6) + " TFLOP/s)"]);
-        rows.push(["roofline", n.bound + "-bound: at most " + n.attainable_fraction.toFixed(3) + " of the peak at this intensity"]);
+        rows.push([tr("roofline"), n.bound + "-bound: at most " + n.attainable_fraction.toFixed(3) + " of the peak at this intensity"]);
       } else {
-        rows.push(["MFU", "no datasheet peak for " + (n.device === "cpu" ? "a CPU" : "this device") + ", so no MFU"]);
+        rows.push([tr("MFU"), "no datasheet peak for " + (n.device === "cpu" ? "a CPU" : "this device") + ", so no MFU"]);
         if (n.versus_reference !== undefined)
           rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + " (not an MFU)"]);
       }
@@ -612,10 +614,10 @@
     },
     step_cost: function (v, n) {
       var rows = [
-        ["activations saved for backward", formatBytes(n.saved_bytes) + " (" + n.saved_ratio.toFixed(2) + "× fp32 without checkpointing)"],
-        ["FLOPs of forward + backward", (n.flops / 1e6).toFixed(1) + " MFLOP (" + commas(n.flops / n.tokens) + " per token)"],
-        ["measured step time", formatSeconds(n.step_seconds) + " on " + esc(n.device)],
-        ["peak device memory", n.peak_bytes === null ? "not tracked on " + esc(n.device.split(":")[0]) +
+        [tr("activations saved for backward"), formatBytes(n.saved_bytes) + " (" + n.saved_ratio.toFixed(2) + "× fp32 without checkpointing)"],
+        [tr("FLOPs of forward + backward"), (n.flops / 1e6).toFixed(1) + " MFLOP (" + commas(n.flops / n.tokens) + " per token)"],
+        [tr("measured step time"), formatSeconds(n.step_seconds) + " on " + esc(n.device)],
+        [tr("peak device memory"), n.peak_bytes === null ? "not tracked on " + esc(n.device.split(":")[0]) +
           " (run on a GPU to see it)" : formatBytes(n.peak_bytes)]];
       return "<p>TinyLM V=" + n.vocab_size + ", D=" + n.dim + ", L=" + n.num_layers + ", T=" + n.context_length + ", B=" +
         v.batch_size + ": " + n.tokens + " tokens per step</p>" +
@@ -630,7 +632,7 @@
         series.push({label: label, color: colors[i % 2], dash: i ? "5 4" : "",
                      points: losses.map(function (y, s) { return [s, y]; })});
       });
-      return "<p>" + n.steps + " full-batch steps at lr = " + gfmt(n.lr, 3) + ". " + parts.join("; ") + "</p>" +
+      return "<p>" + tr("{steps} full-batch steps at lr = {lr}.", {steps: n.steps, lr: gfmt(n.lr, 3)}) + " " + parts.join("; ") + "</p>" +
         chartSvg({title: "Cruncher(16, 2) on a linear regression, lr = " + gfmt(n.lr, 3), xlabel: "step",
                   ylabel: "loss (log)", ylog: true, series: series});
     },
@@ -639,9 +641,9 @@
       for (i = 0; i < n.density.length; i++) bars.push([n.edges[i], n.edges[i + 1], n.density[i]]);
       for (i = 0; i <= 200; i++) { var x = -half + 2 * half * i / 200; normal.push([x, Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI)]); }
       var top = Math.max(0.45, Math.max.apply(null, n.density)) * 1.05;
-      return "<p>weight std = " + esc(n.formula) + " = " + gfmt(n.weight_std, 4) + "; output std measured <b>" +
-        gfmt(n.measured_std, 3) + "</b>, predicted sqrt(" + v.width + ") × " + gfmt(n.weight_std, 4) + " = <b>" +
-        gfmt(n.predicted_std, 3) + "</b></p>" +
+      return "<p>" + tr("weight std = {formula} = {std}; output std measured <b>{measured}</b>, predicted sqrt({width}) × {std} = <b>{predicted}</b>",
+                        {formula: esc(n.formula), std: gfmt(n.weight_std, 4), measured: gfmt(n.measured_std, 3), width: v.width,
+                         predicted: gfmt(n.predicted_std, 3)}) + "</p>" +
         chartSvg({title: "width " + v.width + ", " + v.scheme + " init (std " + n.formula + ")", xlabel: "output value",
                   ylabel: "density", xlim: [-half, half], ylim: [0, top], bars: bars,
                   series: [{label: "N(0, 1)", color: "#000", dash: "5 4", points: normal}]});
@@ -706,34 +708,35 @@
     });
     var n = {sign: b.sign, exponent: b.exponent, mantissa: b.mantissa};
     n["kind_" + b.kind] = 1;
-    var rows = [["stored", "<b>" + pyRepr(stored) + "</b> (" + b.kind + ")"], ["bits", boxes]], note = "";
+    var rows = [[tr("stored"), "<b>" + pyRepr(stored) + "</b> (" + b.kind + ")"], [tr("bits"), boxes]], note = "";
     if (b.kind === "normal" || b.kind === "subnormal") {
       var unbiased = b.kind === "normal" ? b.exponent - f.bias : 1 - f.bias;
-      rows.push(["fields", "sign " + b.sign + " · exponent field " + b.exponent + " → 2<sup>" + unbiased + "</sup> · mantissa " +
+      rows.push([tr("fields"), "sign " + b.sign + " · exponent field " + b.exponent + " → 2<sup>" + unbiased + "</sup> · mantissa " +
                  (b.kind === "normal" ? "1." : "0.") + digits[2] + "<sub>2</sub>"]);
     }
     var absErr = Math.abs(stored - value), rel = value === 0 ? 0 : (isFinite(stored) ? absErr / Math.abs(value) : Infinity);
-    rows.push(["error", "absolute " + pyg(absErr, 3) + " · relative " + pyg(rel, 3)]);
+    rows.push([tr("error"), "absolute " + pyg(absErr, 3) + " · relative " + pyg(rel, 3)]);
     if (isFinite(stored)) { n.stored = stored; n.abs_error = absErr; n.relative_error = rel; }
     if (b.kind === "zero" && value !== 0) {
-      note = pyRepr(value) + " underflows to 0 in " + f.name + ": it is below half the smallest subnormal, " +
-        pyg(f.smallest_subnormal, 3) + ".";
+      note = tr("{value} underflows to 0 in {dtype}: it is below half the smallest subnormal, {tiny}.",
+                {value: pyRepr(value), dtype: f.name, tiny: pyg(f.smallest_subnormal, 3)});
     } else if (!isFinite(stored)) {
-      note = pyRepr(value) + " overflows to " + pyRepr(stored) + ": " + f.name + " stops at ±" + pyg(f.max, 6) + ".";
+      note = tr("{value} overflows to {stored}: {dtype} stops at ±{max}.",
+                {value: pyRepr(value), stored: pyRepr(stored), dtype: f.name, max: pyg(f.max, 6)});
     } else if (Math.abs(value) > f.max && f.has_inf) {
-      note = pyRepr(value) + " is above " + f.name + "'s largest value " + pyg(f.max, 6) + " by less than half a step, " +
-        "so it rounds down to it; from " + pyg(f.max + ulp(f.max, f) / 2, 6) + " on it overflows to inf.";
+      note = tr("{value} is above {dtype}'s largest value {max} by less than half a step, so it rounds down to it; from {limit} on it overflows to inf.",
+                {value: pyRepr(value), dtype: f.name, max: pyg(f.max, 6), limit: pyg(f.max + ulp(f.max, f) / 2, 6)});
     } else if (Math.abs(value) > f.max) {
-      note = pyRepr(value) + " is beyond ±" + pyg(f.max, 6) + " and " + f.name + " has no infinity: this cast saturates to ±" +
-        pyg(f.max, 6) + " (others give NaN).";
+      note = tr("{value} is beyond ±{max} and {dtype} has no infinity: this cast saturates to ±{max} (others give NaN).",
+                {value: pyRepr(value), max: pyg(f.max, 6), dtype: f.name});
     } else {
       var lo = stored, hi = stored;
       if (stored < value) hi = nextUp(stored, f); else if (stored > value) lo = nextDown(stored, f);
-      if (lo !== hi) rows.push(["neighbours", pyg(lo, 8) + " ≤ value ≤ " + pyg(hi, 8) + " (it rounds to the nearer)"]);
+      if (lo !== hi) rows.push([tr("neighbours"), tr("{lo} ≤ value ≤ {hi} (it rounds to the nearer)", {lo: pyg(lo, 8), hi: pyg(hi, 8)})]);
       n.lo = lo; n.hi = hi; n.spacing = ulp(stored, f);
-      rows.push(["spacing here", pyg(n.spacing, 3)]);
-      if (b.kind === "subnormal") note = "a subnormal: below " + pyg(f.smallest_normal, 3) + " " + f.name +
-        " gives up precision to reach smaller values.";
+      rows.push([tr("spacing here"), pyg(n.spacing, 3)]);
+      if (b.kind === "subnormal") note = tr("a subnormal: below {normal} {dtype} gives up precision to reach smaller values.",
+                                            {normal: pyg(f.smallest_normal, 3), dtype: f.name});
     }
     var html = "<div><div>" + esc(pyRepr(value)) + " in " + f.name + " (" + f.layout + ")</div><table>" +
       rows.map(function (r) { return "<tr><td style='padding-right:1em'>" + r[0] + "</td><td>" + r[1] + "</td></tr>"; }).join("") +
@@ -755,10 +758,10 @@
     var mid = Math.floor((W + S) / 2);
     var n = {steps: lrs.length, lr_sum: sum, lr_warmup_end: lrs[W], lr_mid: lrs[mid], lr_end: lrs[S],
              lr_quarter: lrs[Math.floor(W / 4) + Math.floor(3 * S / 4)]};
-    var html = table([["warm-up", "steps 0 → " + W + ": 0 → " + gfmt(maxLr, 3)],
-                      ["cosine decay", "steps " + W + " → " + S + ": " + gfmt(maxLr, 3) + " → " + gfmt(minLr, 3) +
+    var html = table([[tr("warm-up"), "steps 0 → " + W + ": 0 → " + gfmt(maxLr, 3)],
+                      [tr("cosine decay"), "steps " + W + " → " + S + ": " + gfmt(maxLr, 3) + " → " + gfmt(minLr, 3) +
                         " (half-way, step " + mid + ": " + gfmt(lrs[mid], 3) + ")"],
-                      ["floor", "from step " + S + " on: " + gfmt(minLr, 3)]]) +
+                      [tr("floor"), "from step " + S + " on: " + gfmt(minLr, 3)]]) +
       chartSvg({title: "a cosine schedule with linear warm-up", xlabel: "step", ylabel: "learning rate",
                 ylim: [0, 1.3 * maxLr], vlines: [{x: W, dash: "2 3"}, {x: S}], hlines: [{y: minLr}],
                 series: [{color: "#1f77b4", points: lrs.map(function (y, i) { return [i, y]; })}]});
