@@ -470,29 +470,30 @@
     if (then !== "(nothing)") expr = then === "+ 0" ? "(" + expr + ") + 0" : expr + then;
     return expr;
   }
-  function storageSvg(L, size, title, D) {  // lectorch.plots.views.storage_view_figure, as SVG
+  function storageSvg(L, size, title, D) {  // lectorch.plots.views.storage_view_figure: the storage row, then the view's grid
     var V = D.views, cols = L.shape.length ? L.shape[L.shape.length - 1] : 1;
-    var rows = L.shape.length > 1 ? prod(L.shape.slice(0, -1)) : 1, cells = cellsOf(L), colours = {};
+    var rows = L.shape.length > 1 ? prod(L.shape.slice(0, -1)) : 1, cells = cellsOf(L), colours = {}, box = 22;
     cells.forEach(function (c, k) { if (!(c in colours)) colours[c] = V.palette[Math.floor(k / Math.max(cols, 1)) % V.palette.length]; });
-    var box = 22, gap = 34, W = Math.max(size, cols, 1) * box + 8, top = 22, gridTop = top + box + gap;
-    var H = gridTop + Math.max(rows, 1) * box + (L.shape.length > 2 ? 22 : 6);
     function cell(x, y, colour, label) {
       return '<rect x="' + x + '" y="' + y + '" width="' + box + '" height="' + box + '" fill="' + colour +
         '" stroke="#555" stroke-width="0.8"/>' + (label === "" ? "" : '<text x="' + (x + box / 2) + '" y="' + (y + box / 2 + 4) +
         '" text-anchor="middle" font-size="11" fill="' + (colour === V.grey ? "#999" : "#222") + '">' + label + "</text>");
     }
-    var out = '<svg class="lp-views" viewBox="0 0 ' + W + " " + H + '" width="' + W + '" role="img" aria-label="' + esc(title) + '">' +
-      '<text x="4" y="14" font-size="12">' + esc(tr("storage: {size} elements, in memory order", {size: size})) + "</text>";
-    for (var i = 0; i < size; i++) out += cell(4 + i * box, top, colours[i] || V.grey, size <= V.max_labelled ? i : "");
-    out += '<text x="4" y="' + (gridTop - 8) + '" font-size="12">' + esc(title) + "</text>";
+    function svg(w, h, label, body) {
+      return '<svg class="lp-views" viewBox="0 0 ' + w + " " + h + '" width="' + w + '" role="img" aria-label="' + esc(label) + '">' +
+        body + "</svg>";
+    }
+    var storageTitle = tr("storage: {size} elements, in memory order", {size: size}), row = "", grid = "";
+    for (var i = 0; i < size; i++) row += cell(1 + i * box, 1, colours[i] || V.grey, size <= V.max_labelled ? i : "");
     var labelled = Math.max(cols, size) <= V.max_labelled;
     cells.forEach(function (c, k) {
       var r = Math.floor(k / Math.max(cols, 1)), col = k - r * Math.max(cols, 1);
-      out += cell(4 + col * box, gridTop + r * box, V.palette[r % V.palette.length], labelled ? c : "");
+      grid += cell(1 + col * box, 1 + r * box, V.palette[r % V.palette.length], labelled ? c : "");
     });
-    if (L.shape.length > 2) out += '<text x="4" y="' + (H - 6) + '" font-size="11">' +
-      esc(tr("(leading dims flattened into {rows} rows)", {rows: rows})) + "</text>";
-    return out + "</svg>";
+    return '<div class="lp-views-caption">' + esc(storageTitle) + "</div>" + svg(Math.max(size, 1) * box + 2, box + 2, storageTitle, row) +
+      '<div class="lp-views-caption">' + esc(title) + "</div>" + svg(Math.max(cols, 1) * box + 2, Math.max(rows, 1) * box + 2, title, grid) +
+      (L.shape.length > 2 ? '<div class="lp-views-caption">' + esc(tr("(leading dims flattened into {rows} rows)", {rows: rows})) +
+       "</div>" : "");
   }
   LIVE.views = function (v, D) {
     var size = parseInts(v.shape, "shape"), V = D.views;
