@@ -7,7 +7,7 @@ recorded results) and empty (no text, no drawing), of all panels; the code block
 scrolling at 1280 px, of all visible code blocks; the chapter pages wider than 390 px; and, for the
 Chinese edition, the share of the visible prose still in English: Latin-letter words outside code,
 outputs (panels included), math and proper names, of all visible words, a Chinese word counted per
-1.65 characters. ``--words N`` also lists the N commonest such English words.
+1.65 characters; and the same share for the panels' own text (titles, notes, labels, results). ``--words N`` also lists the N commonest such English words.
 """
 
 from __future__ import annotations
@@ -47,6 +47,15 @@ WORDS = """() => {
   }
   return parts.join(' ');
 }"""
+#: the text a panel shows (title, note, controls' labels, result), outside code
+PANEL_WORDS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p => {
+  const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT), parts = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (el && !el.closest('code, pre, script, option') && el.checkVisibility()) parts.push(n.textContent);
+  }
+  return parts.join(' ');
+}).join(' ')"""
 PANELS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p => {
   const r = p.querySelector('.lp-result');
   return {working: (!!p.dataset.live || !!p.dataset.recorded) && p.classList.contains('lp-ready'),
@@ -90,8 +99,9 @@ def measure(book: Path, words: int = 0) -> dict:
         for edition in ("", "zh/"):
             pages = sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
             facts = {"panels": 0, "live": 0, "empty": 0, "pres": 0, "scrolling": 0, "wide_at_390": [],
-                     "english": 0, "words": 0.0}
+                     "english": 0, "words": 0.0, "panel_english": 0, "panel_words": 0.0}
             counted: collections.Counter = collections.Counter()
+            in_panels: collections.Counter = collections.Counter()
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
             page = context.new_page()
@@ -110,6 +120,10 @@ def measure(book: Path, words: int = 0) -> dict:
                     facts["english"] += english
                     facts["words"] += total
                     counted += seen
+                    english, total, seen = english_share(page.evaluate(PANEL_WORDS))
+                    in_panels += seen
+                    facts["panel_english"] += english
+                    facts["panel_words"] += total
             page.set_viewport_size({"width": 390, "height": 844})
             for path in pages:
                 page.goto(f"{base}/{path}", wait_until="load")
@@ -120,6 +134,7 @@ def measure(book: Path, words: int = 0) -> dict:
             if edition:
                 facts["english_share"] = facts["english"] / facts["words"] if facts["words"] else 0.0
                 facts["commonest_english"] = counted.most_common(words)
+                facts["commonest_in_panels"] = in_panels.most_common(words)
             out[edition.rstrip("/") or "en"] = facts
         browser.close()
     httpd.shutdown()
@@ -139,12 +154,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"code blocks scrolling at 1280 px {f['scrolling']}/{f['pres']} "
                 f"({f['scrolling'] / max(f['pres'], 1):.1%}); pages wider than 390 px {len(f['wide_at_390'])}")
         if edition == "zh":
-            line += f"; English in the prose {f['english']}/{f['words']:.0f} words ({f['english_share']:.2%})"
+            line += (f"; English in the prose {f['english']}/{f['words']:.0f} words ({f['english_share']:.2%}); "
+                     f"in the panels' text {f['panel_english']}/{f['panel_words']:.0f} words "
+                     f"({f['panel_english'] / max(f['panel_words'], 1):.1%})")
         print(line)
         if f.get("wide_at_390"):
             print("  wide:", ", ".join(f["wide_at_390"]))
         if f.get("commonest_english"):
             print("  commonest English words:", json.dumps(f["commonest_english"], ensure_ascii=False))
+            print("  in the panels:", json.dumps(f["commonest_in_panels"], ensure_ascii=False))
     return 0
 
 

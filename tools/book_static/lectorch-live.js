@@ -138,7 +138,7 @@
       var rows = [[tr("bytes moved"), "<b>" + commas(nbytes) + " B = " + formatBytes(nbytes) + "</b>"]];
       Object.keys(D.links).forEach(function (link) {
         var t = nbytes / D.links[link]; n["seconds " + link] = t;
-        rows.push(["napkin: " + esc(link) + " at its peak", "<b>" + formatSeconds(t) + "</b>"]);
+        rows.push([tr("napkin: {link} at its peak", {link: esc(link)}), "<b>" + formatSeconds(t) + "</b>"]);
       });
       rows.push([tr("measured copy"), "<i>" + tr("run the notebook to measure your machine") + "</i>"]);
       return {html: table(rows), numbers: n};
@@ -152,8 +152,8 @@
                compute_bound: bound === "compute" ? 1 : 0};
       var verdict = {flops: formatFlops(att, true), mfu: (att / peak).toFixed(3)};
       var html = table([
-        [tr("matmul"), "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ") in " +
-          v.dtype + ": " + gfmt(flops, 3) + " FLOPs, " + formatBytes(bytes, false) + " moved"],
+        [tr("matmul"), "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ")" +
+          tr(" in {dtype}: {flops} FLOPs, {bytes} moved", {dtype: v.dtype, flops: gfmt(flops, 3), bytes: formatBytes(bytes, false)})],
         [tr("arithmetic intensity"), commas(I, 1) + " FLOPs/byte"],
         [tr("ridge point"), commas(ridge, 1) + " FLOPs/byte = " + gfmt(peak / 1e12, 6) + " TFLOP/s ÷ " +
           gfmt(bw / 1e12, 6) + " TB/s"],
@@ -176,11 +176,13 @@
                num_parameters: params, ratio: (bw + bi) / fwd};
       var rows = [[tr("forward"), fwd], [tr("backward: weight grads"), bw], [tr("backward: input grads"), bi],
                   [tr("backward"), bw + bi], [tr("total"), n.total]];
-      var html = "<p>" + v.depth + " layer" + (v.depth > 1 ? "s" : "") + ", widths " + v.dim + " → … → " + v.out_dim +
-        ", " + commas(params) + " parameters, batch " + v.batch + "</p><table><tr><th></th><th>predicted</th></tr>" +
+      var shape = {depth: v.depth, dim: v.dim, out: v.out_dim, params: commas(params), batch: v.batch};
+      var html = "<p>" + (v.depth > 1 ? tr("{depth} layers, widths {dim} → … → {out}, {params} parameters, batch {batch}", shape)
+                                      : tr("{depth} layer, widths {dim} → … → {out}, {params} parameters, batch {batch}", shape)) +
+        "</p><table><tr><th></th><th>" + tr("predicted") + "</th></tr>" +
         rows.map(function (r) { return "<tr><td>" + r[0] + "</td><td style='text-align:right'>" + commas(r[1]) + "</td></tr>"; }).join("") +
-        "</table><p>backward / forward = <b>" + n.ratio.toFixed(2) + "</b>; total / (6 × batch × parameters) = <b>" +
-        (n.total / (6 * v.batch * params)).toFixed(3) + "</b></p>" +
+        "</table><p>" + tr("backward / forward = <b>{ratio}</b>; total / (6 × batch × parameters) = <b>{share}</b>",
+                           {ratio: n.ratio.toFixed(2), share: (n.total / (6 * v.batch * params)).toFixed(3)}) + "</p>" +
         "<p class='lp-aside'>" + tr("The notebook also counts them with FlopCounterMode.") + "</p>" +
         bars(rows.slice(0, 3), function (x) { return gfmt(x, 3) + " FLOPs"; });
       return {html: html, numbers: n};
@@ -205,13 +207,15 @@
       var peak = events[0];
       events.forEach(function (ev) { if (ev[1] > peak[1]) peak = ev; });
       var n = Object.assign({}, parts, {total: total, peak: peak[1] * e});
+      var partNames = {parameters: tr("parameters"), gradients: tr("gradients"), optimizer_state: tr("optimizer state"),
+                       activations: tr("activations"), batch: tr("batch")};
       var rows = Object.keys(parts).map(function (key) {
-        return "<tr><td>" + key.replace(/_/g, " ") + "</td><td>" + formatBytes(parts[key]) + "</td></tr>";
+        return "<tr><td>" + partNames[key] + "</td><td>" + formatBytes(parts[key]) + "</td></tr>";
       }).join("");
-      var html = "<table>" + rows + "<tr><td><b>all at once</b></td><td><b>" + formatBytes(total) + "</b></td></tr>" +
-        "<tr><td>predicted peak (" + peak[0] + ")</td><td>" + formatBytes(peak[1] * e) + "</td></tr></table>" +
+      var html = "<table>" + rows + "<tr><td><b>" + tr("all at once") + "</b></td><td><b>" + formatBytes(total) + "</b></td></tr>" +
+        "<tr><td>" + tr("predicted peak ({event})", {event: peak[0]}) + "</td><td>" + formatBytes(peak[1] * e) + "</td></tr></table>" +
         "<p class='lp-aside'>" + tr("The notebook also measures the peak when the step is small enough.") + "</p>" +
-        bars(Object.keys(parts).map(function (key) { return [key.replace(/_/g, " "), parts[key]]; }),
+        bars(Object.keys(parts).map(function (key) { return [partNames[key], parts[key]]; }),
              function (x) { return formatBytes(x, false); });
       return {html: html, numbers: n};
     },
@@ -593,35 +597,38 @@
   // ---- measured panels: draw the numbers recorded when the notebook ran (lectorch.widgets.Recording)
   var RECORDED = {
     matmul: function (v, n) {
-      var where = n.device + (v.threads ? ", " + v.threads + " thread" + (v.threads !== 1 ? "s" : "") : "");
+      var where = n.device + (v.threads ? ", " + (v.threads !== 1 ? tr("{n} threads", {n: v.threads}) : tr("{n} thread", {n: v.threads})) : "");
       var rows = [
-        [tr("matmul"), "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ") in " + esc(v.dtype) +
-          " on " + esc(where)],
+        [tr("matmul"), "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ")" +
+          tr(" in {dtype} on {where}", {dtype: esc(v.dtype), where: esc(where)})],
         [tr("FLOPs = 2·B·D·K"), commas(n.flops)],
-        [tr("bytes moved (at least)"), formatBytes(n.bytes, false) + " → intensity " + commas(n.intensity, 1) + " FLOPs/byte"],
-        [tr("measured time"), formatSeconds(n.median_s) + " median (IQR " + formatSeconds(n.iqr_s) + ", " + n.trials + " trials × " +
-          n.number + ")"],
+        [tr("bytes moved (at least)"), tr("{bytes} → intensity {intensity} FLOPs/byte", {bytes: formatBytes(n.bytes, false), intensity: commas(n.intensity, 1)})],
+        [tr("measured time"), tr("{median} median (IQR {iqr}, {trials} trials × {number})",
+                                 {median: formatSeconds(n.median_s), iqr: formatSeconds(n.iqr_s), trials: n.trials, number: n.number})],
         [tr("achieved"), "<b>" + formatFlops(n.flops_per_s, true) + "</b>"]];
       if (n.peak) {
-        rows.push([tr("MFU"), "<b>" + n.mfu.toFixed(3) + "</b> of the " + esc(n.gpu) + " dense " + esc(v.dtype) + " peak (" +
-                   gfmt(n.peak / 1e12, 6) + " TFLOP/s)"]);
-        rows.push([tr("roofline"), n.bound + "-bound: at most " + n.attainable_fraction.toFixed(3) + " of the peak at this intensity"]);
+        rows.push([tr("MFU"), tr("<b>{mfu}</b> of the {gpu} dense {dtype} peak ({peak} TFLOP/s)",
+                                 {mfu: n.mfu.toFixed(3), gpu: esc(n.gpu), dtype: esc(v.dtype), peak: gfmt(n.peak / 1e12, 6)})]);
+        var at = {share: n.attainable_fraction.toFixed(3)};
+        rows.push([tr("roofline"), n.bound === "compute" ? tr("compute-bound: at most {share} of the peak at this intensity", at)
+                                                         : tr("memory-bound: at most {share} of the peak at this intensity", at)]);
       } else {
-        rows.push([tr("MFU"), "no datasheet peak for " + (n.device === "cpu" ? "a CPU" : "this device") + ", so no MFU"]);
+        rows.push([tr("MFU"), n.device === "cpu" ? tr("no datasheet peak for a CPU, so no MFU")
+                                                 : tr("no datasheet peak for this device, so no MFU")]);
         if (n.versus_reference !== undefined)
-          rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + " (not an MFU)"]);
+          rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + tr(" (not an MFU)")]);
       }
       return table(rows);
     },
     step_cost: function (v, n) {
       var rows = [
-        [tr("activations saved for backward"), formatBytes(n.saved_bytes) + " (" + n.saved_ratio.toFixed(2) + "× fp32 without checkpointing)"],
-        [tr("FLOPs of forward + backward"), (n.flops / 1e6).toFixed(1) + " MFLOP (" + commas(n.flops / n.tokens) + " per token)"],
-        [tr("measured step time"), formatSeconds(n.step_seconds) + " on " + esc(n.device)],
-        [tr("peak device memory"), n.peak_bytes === null ? "not tracked on " + esc(n.device.split(":")[0]) +
-          " (run on a GPU to see it)" : formatBytes(n.peak_bytes)]];
+        [tr("activations saved for backward"), formatBytes(n.saved_bytes) + tr(" ({ratio}× fp32 without checkpointing)", {ratio: n.saved_ratio.toFixed(2)})],
+        [tr("FLOPs of forward + backward"), tr("{mflop} MFLOP ({per} per token)", {mflop: (n.flops / 1e6).toFixed(1), per: commas(n.flops / n.tokens)})],
+        [tr("measured step time"), tr("{time} on {device}", {time: formatSeconds(n.step_seconds), device: esc(n.device)})],
+        [tr("peak device memory"), n.peak_bytes === null ? tr("not tracked on {device} (run on a GPU to see it)", {device: esc(n.device.split(":")[0])})
+                                                 : formatBytes(n.peak_bytes)]];
       return "<p>TinyLM V=" + n.vocab_size + ", D=" + n.dim + ", L=" + n.num_layers + ", T=" + n.context_length + ", B=" +
-        v.batch_size + ": " + n.tokens + " tokens per step</p>" +
+        v.batch_size + ": " + tr("{tokens} tokens per step", {tokens: n.tokens}) + "</p>" +
         "<table>" + rows.map(function (r) { return "<tr><td>" + r[0] + "</td><td><b>" + r[1] + "</b></td></tr>"; }).join("") + "</table>";
     },
     loss_curves: function (v, n) {
@@ -629,13 +636,13 @@
       Object.keys(n.curves).forEach(function (label, i) {
         var losses = n.curves[label], last = losses[losses.length - 1];
         var ok = last !== null && isFinite(last) && last < 10 * losses[0];
-        parts.push(esc(label) + ": loss " + gfmt(losses[0], 3) + " → <b>" + (ok ? gfmt(last, 3) : "diverged") + "</b>");
+        parts.push(esc(label) + ": " + tr("loss") + " " + gfmt(losses[0], 3) + " → <b>" + (ok ? gfmt(last, 3) : tr("diverged")) + "</b>");
         series.push({label: label, color: colors[i % 2], dash: i ? "5 4" : "",
                      points: losses.map(function (y, s) { return [s, y]; })});
       });
       return "<p>" + tr("{steps} full-batch steps at lr = {lr}.", {steps: n.steps, lr: gfmt(n.lr, 3)}) + " " + parts.join("; ") + "</p>" +
-        chartSvg({title: "Cruncher(16, 2) on a linear regression, lr = " + gfmt(n.lr, 3), xlabel: "step",
-                  ylabel: "loss (log)", ylog: true, series: series});
+        chartSvg({title: tr("Cruncher(16, 2) on a linear regression, lr = {lr}", {lr: gfmt(n.lr, 3)}), xlabel: tr("step"),
+                  ylabel: tr("loss (log)"), ylog: true, series: series});
     },
     init: function (v, n) {
       var half = Math.max(4, 4 * n.measured_std), bars = [], normal = [], i;
@@ -645,8 +652,8 @@
       return "<p>" + tr("weight std = {formula} = {std}; output std measured <b>{measured}</b>, predicted sqrt({width}) × {std} = <b>{predicted}</b>",
                         {formula: esc(n.formula), std: gfmt(n.weight_std, 4), measured: gfmt(n.measured_std, 3), width: v.width,
                          predicted: gfmt(n.predicted_std, 3)}) + "</p>" +
-        chartSvg({title: "width " + v.width + ", " + v.scheme + " init (std " + n.formula + ")", xlabel: "output value",
-                  ylabel: "density", xlim: [-half, half], ylim: [0, top], bars: bars,
+        chartSvg({title: tr("width {width}, {scheme} init (std {formula})", {width: v.width, scheme: v.scheme, formula: n.formula}),
+                  xlabel: tr("output value"), ylabel: tr("density"), xlim: [-half, half], ylim: [0, top], bars: bars,
                   series: [{label: "N(0, 1)", color: "#000", dash: "5 4", points: normal}]});
     }
   };
@@ -709,14 +716,16 @@
     });
     var n = {sign: b.sign, exponent: b.exponent, mantissa: b.mantissa};
     n["kind_" + b.kind] = 1;
-    var rows = [[tr("stored"), "<b>" + pyRepr(stored) + "</b> (" + b.kind + ")"], [tr("bits"), boxes]], note = "";
+    var rows = [[tr("stored"), "<b>" + pyRepr(stored) + "</b> (" +
+                ({normal: tr("normal"), subnormal: tr("subnormal"), zero: tr("zero")}[b.kind] || b.kind) + ")"], [tr("bits"), boxes]], note = "";
     if (b.kind === "normal" || b.kind === "subnormal") {
       var unbiased = b.kind === "normal" ? b.exponent - f.bias : 1 - f.bias;
-      rows.push([tr("fields"), "sign " + b.sign + " · exponent field " + b.exponent + " → 2<sup>" + unbiased + "</sup> · mantissa " +
-                 (b.kind === "normal" ? "1." : "0.") + digits[2] + "<sub>2</sub>"]);
+      rows.push([tr("fields"), tr("sign {sign} · exponent field {exponent} → 2<sup>{power}</sup> · mantissa {mantissa}",
+                                {sign: b.sign, exponent: b.exponent, power: unbiased,
+                                 mantissa: (b.kind === "normal" ? "1." : "0.") + digits[2] + "<sub>2</sub>"})]);
     }
     var absErr = Math.abs(stored - value), rel = value === 0 ? 0 : (isFinite(stored) ? absErr / Math.abs(value) : Infinity);
-    rows.push([tr("error"), "absolute " + pyg(absErr, 3) + " · relative " + pyg(rel, 3)]);
+    rows.push([tr("error"), tr("absolute {abs} · relative {rel}", {abs: pyg(absErr, 3), rel: pyg(rel, 3)})]);
     if (isFinite(stored)) { n.stored = stored; n.abs_error = absErr; n.relative_error = rel; }
     if (b.kind === "zero" && value !== 0) {
       note = tr("{value} underflows to 0 in {dtype}: it is below half the smallest subnormal, {tiny}.",
@@ -759,11 +768,11 @@
     var mid = Math.floor((W + S) / 2);
     var n = {steps: lrs.length, lr_sum: sum, lr_warmup_end: lrs[W], lr_mid: lrs[mid], lr_end: lrs[S],
              lr_quarter: lrs[Math.floor(W / 4) + Math.floor(3 * S / 4)]};
-    var html = table([[tr("warm-up"), "steps 0 → " + W + ": 0 → " + gfmt(maxLr, 3)],
-                      [tr("cosine decay"), "steps " + W + " → " + S + ": " + gfmt(maxLr, 3) + " → " + gfmt(minLr, 3) +
-                        " (half-way, step " + mid + ": " + gfmt(lrs[mid], 3) + ")"],
-                      [tr("floor"), "from step " + S + " on: " + gfmt(minLr, 3)]]) +
-      chartSvg({title: "a cosine schedule with linear warm-up", xlabel: "step", ylabel: "learning rate",
+    var html = table([[tr("warm-up"), tr("steps 0 → {w}: 0 → {max}", {w: W, max: gfmt(maxLr, 3)})],
+                      [tr("cosine decay"), tr("steps {w} → {s}: {max} → {min} (half-way, step {mid}: {lr})",
+                                              {w: W, s: S, max: gfmt(maxLr, 3), min: gfmt(minLr, 3), mid: mid, lr: gfmt(lrs[mid], 3)})],
+                      [tr("floor"), tr("from step {s} on: {min}", {s: S, min: gfmt(minLr, 3)})]]) +
+      chartSvg({title: tr("a cosine schedule with linear warm-up"), xlabel: tr("step"), ylabel: tr("learning rate"),
                 ylim: [0, 1.3 * maxLr], vlines: [{x: W, dash: "2 3"}, {x: S}], hlines: [{y: minLr}],
                 series: [{color: "#1f77b4", points: lrs.map(function (y, i) { return [i, y]; })}]});
     return {html: html, numbers: n};
