@@ -119,7 +119,7 @@ def test_panels_are_live_or_marked_snapshots(built_book: Path):
             elif "data-recorded" not in tag:  # a measured panel's recorded grid (tests/test_browser_panels.py)
                 assert "data-snapshot" in tag
         assert html.count('<div class="lectorch-panel" data-snapshot') == html.count("snapshot of a run on "), page.name
-    assert {"napkin", "tensor_bytes", "transfer", "einsum", "roofline", "backprop", "step_memory"} <= seen_live
+    assert {"napkin", "tensor_bytes", "transfer", "einsum", "roofline", "backprop", "step_memory", "views"} <= seen_live
 
 
 def test_checker_cells_show_what_they_check_never_a_verdict(built_book: Path):

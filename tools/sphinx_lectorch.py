@@ -314,7 +314,14 @@ def _write_live_data(app) -> None:
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
     body = json.dumps(export_data(), sort_keys=True)
-    (static / "lectorch-live-data.js").write_text(f"window.LECTORCH_LIVE_DATA = {body};\n")
+    text = f"window.LECTORCH_LIVE_DATA = {body};\n"
+    from sphinx_lectorch_i18n import live_messages, ui_gettext  # the other local extension, same folder
+
+    _ = ui_gettext(app.config.language)  # the page script's own text, in the page's language (_ui.po)
+    ui = {m: _(m) for m in live_messages() if _(m) != m}
+    if ui:
+        text += f"window.LECTORCH_LIVE_UI = {json.dumps(ui, ensure_ascii=False, sort_keys=True)};\n"
+    (static / "lectorch-live-data.js").write_text(text, encoding="utf-8")
 
 
 def progress_html(model_id: str, state: dict) -> str | None:

@@ -132,16 +132,33 @@ FIXED_UI = [
 ]
 
 
+#: A message of the page script: the string literal of a ``tr("…")`` call in lectorch-live.js.
+_TR_CALL = re.compile(r'\btr\(("(?:[^"\\]|\\.)*")')
+
+
+def live_messages(root: Path = ROOT) -> list[str]:
+    """The text that the live panels write in the page (``tr("…")`` in ``tools/book_static/lectorch-live.js``).
+
+    >>> "storage cells read" in live_messages()
+    True
+    """
+    import json
+
+    source = (root / "tools" / "book_static" / "lectorch-live.js").read_text(encoding="utf-8")
+    return list(dict.fromkeys(json.loads(m) for m in _TR_CALL.findall(source)))
+
+
 def ui_messages(root: Path = ROOT) -> list[str]:
     """Every generated string to translate: the fixed ones, the site's title, author and footer
-    (``_config.yml``), and the titles of the panels and summaries of the checkers that the chapters'
-    stored outputs carry. In order of first appearance, each once."""
+    (``_config.yml``), the titles of the panels and summaries of the checkers that the chapters'
+    stored outputs carry, and the live panels' text. In order of first appearance, each once."""
     import json
 
     import yaml
 
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     found = list(FIXED_UI) + [config.get("title"), config.get("author"), config.get("html", {}).get("extra_footer")]
+    found += live_messages(root)
     for notebook in sorted((root / "chapters").rglob("*.ipynb")):
         for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
             for output in cell.get("outputs", []):

@@ -23,8 +23,8 @@ from lectorch.views import Layout
 
 #: at most this many storage cells are drawn (one row of cells must stay readable)
 MAX_DRAWN = 64
-_GREY = "#e6e6e6"
-_PALETTE = ["#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada",
+GREY = "#e6e6e6"
+PALETTE = ["#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada",
             "#fccde5", "#d9d9d9", "#80b1d3", "#ccebc5"]
 
 
@@ -54,26 +54,26 @@ def _colour_of_cells(layout: Layout) -> dict[int, str]:
     _, cols = _grid(layout)
     colours: dict[int, str] = {}
     for k, cell in enumerate(layout.cells()):
-        colours.setdefault(cell, _PALETTE[(k // max(cols, 1)) % len(_PALETTE)])
+        colours.setdefault(cell, PALETTE[(k // max(cols, 1)) % len(PALETTE)])
     return colours
 
 
 #: Figures fit the book's ~684 px column: at most 6.8 in wide (96 dpi); text at least 9 pt.
 _MAX_WIDTH_IN = 6.8
 #: Cells are numbered only up to this many per row (beyond, a 9 pt label would not fit its box).
-_MAX_LABELLED = 32
+MAX_LABELLED = 32
 
 
 def _box(ax, x: float, y: float, colour: str, label: str, fontsize: float) -> None:
     ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="#555555", linewidth=0.8))
     ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=fontsize,
-            color="#222222" if colour != _GREY else "#999999")
+            color="#222222" if colour != GREY else "#999999")
 
 
 def _draw_storage(ax, layout: Layout, size: int, *, title: str) -> None:
     colours = _colour_of_cells(layout)
     for i in range(size):  # labels only while they fit at a readable 9 pt
-        _box(ax, i, 0, colours.get(i, _GREY), str(i) if size <= _MAX_LABELLED else "", 9)
+        _box(ax, i, 0, colours.get(i, GREY), str(i) if size <= MAX_LABELLED else "", 9)
     ax.set_xlim(-0.2, size + 0.2)
     ax.set_ylim(-0.35, 1.2)
     ax.set_aspect("equal")
@@ -86,8 +86,8 @@ def _draw_view(ax, layout: Layout, *, title: str, width: int = 0) -> None:
     cells = layout.cells()
     for k, cell in enumerate(cells):
         r, c = divmod(k, cols)
-        label = str(cell) if max(cols, width) <= _MAX_LABELLED else ""
-        _box(ax, c, -r, _PALETTE[r % len(_PALETTE)], label, 9)
+        label = str(cell) if max(cols, width) <= MAX_LABELLED else ""
+        _box(ax, c, -r, PALETTE[r % len(PALETTE)], label, 9)
     ax.set_xlim(-0.2, max(cols, 1, width) + 0.2)
     ax.set_ylim(-max(rows, 1) + 0.8, 1.2)
     ax.set_aspect("equal")
@@ -141,7 +141,7 @@ def _draw_walk(ax, layout: Layout, size: int) -> None:
     _, cols = _grid(layout)
     cells = layout.cells()
     ax.plot(range(len(cells)), cells, color="#555555", linewidth=1, zorder=1)
-    colours = [_darker(_PALETTE[(k // max(cols, 1)) % len(_PALETTE)]) for k in range(len(cells))]
+    colours = [_darker(PALETTE[(k // max(cols, 1)) % len(PALETTE)]) for k in range(len(cells))]
     ax.scatter(range(len(cells)), cells, s=28, c=colours, zorder=2)
     ax.set_xlabel("element k of the view (row-major order)")
     ax.set_ylabel("storage index")

@@ -11,8 +11,8 @@ unnoticed.
 >>> numbers("napkin", params=70e9, tokens=15e12, gpu="H100 SXM", num_gpus=1024, mfu=0.5,
 ...         setup="AdamW fp32 (16 B)", dtype="bf16")["days"] // 1
 143.0
->>> sorted(LIVE)
-['backprop', 'einsum', 'float_bits', 'napkin', 'roofline', 'schedule', 'step_memory', 'tensor_bytes', 'transfer']
+>>> len(LIVE), sorted(LIVE)[-2:]
+(10, ['transfer', 'views'])
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def export_data() -> dict[str, Any]:
     from lectorch.widgets.napkin import MEMORY_SETUPS
     from lectorch.plots.precision import FIELD_COLORS
     from lectorch.widgets.train import SCHEDULE_MAX_LR
+    from lectorch.widgets.views import THEN, X_DTYPE
+    from lectorch.plots import views as view_plots
 
     gpus = {}
     for key, spec in GPUS.items():
@@ -60,6 +62,9 @@ def export_data() -> dict[str, Any]:
         "schedule": {"max_lr": SCHEDULE_MAX_LR},
         "float_formats": {short_name(d): _format_data(d) for d in FLOAT_DTYPES},
         "field_colors": dict(FIELD_COLORS),
+        "views": {"max_drawn": view_plots.MAX_DRAWN, "max_labelled": view_plots.MAX_LABELLED,
+                  "palette": list(view_plots.PALETTE), "grey": view_plots.GREY, "then": list(THEN),
+                  "element_bytes": X_DTYPE.itemsize},
     }
 
 
@@ -147,11 +152,27 @@ def _float_bits(value, dtype) -> dict[str, float]:
     return out
 
 
+def _views(shape, dims, index, then) -> dict[str, float]:
+    """The result's metadata, whether it shares x's storage, and every storage cell it reads (the drawing)."""
+    from lectorch.views import Layout, describe_view, shares_storage
+    from lectorch.widgets.views import view_result
+
+    _, x, result = view_result(shape, dims, index, then)
+    info, cells = describe_view(result), Layout.of(result).cells()
+    out = {"ndim": len(info.shape), "offset": info.offset, "contiguous": info.contiguous,
+           "shares_storage": shares_storage(x, result), "storage_elements": info.storage_elements,
+           "storage_bytes": info.storage_bytes, "cells_read": len(set(cells)), "numel": info.numel}
+    out.update({f"shape{d}": n for d, n in enumerate(info.shape)})
+    out.update({f"stride{d}": n for d, n in enumerate(info.strides)})
+    out.update({f"cell{k}": c for k, c in enumerate(cells)})
+    return out
+
+
 #: The panels computed in the page: name → lectorch's own computation of the page's numbers.
 LIVE: dict[str, Callable[..., dict[str, float]]] = {
     "napkin": _napkin, "tensor_bytes": _tensor_bytes, "transfer": _transfer, "roofline": _roofline,
     "backprop": _backprop, "step_memory": _step_memory, "einsum": _einsum, "schedule": _schedule,
-    "float_bits": _float_bits,
+    "float_bits": _float_bits, "views": _views,
 }
 
 

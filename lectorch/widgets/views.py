@@ -97,15 +97,16 @@ def _expression(dims: tuple[int, ...], index: tuple[Any, ...], then: str) -> str
     return expr
 
 
-def explore_view(shape: str, dims: str, index: str, then: str) -> tuple[str, Figure]:
-    """The panel's computation: an HTML table about the view and a drawing of its storage.
+#: the dtype of the panel's ``x`` (each element's value is its storage index)
+X_DTYPE = torch.float32
 
-    ``x = torch.arange(numel, dtype=torch.float32).view(shape)``: each element's value is its storage index,
-    and each takes 4 bytes.
 
-    >>> table, fig = explore_view("4, 4", "", "1", "(nothing)")
-    >>> "offset</td><td>4" in table
-    True
+def view_result(shape: str, dims: str, index: str, then: str) -> tuple[str, torch.Tensor, torch.Tensor]:
+    """What the panel builds: its expression, ``x`` and the result (a view of ``x`` or a copy).
+
+    >>> expr, x, result = view_result("4, 4", "1, 0", "", ".contiguous()")
+    >>> expr, result.stride(), shares_storage(x, result)
+    ('x.permute(1, 0).contiguous()', (4, 1), False)
     """
     size = _validate.shape("shape", parse_ints(shape, name="shape"))
     if not 1 <= len(size) <= 4:
@@ -114,7 +115,7 @@ def explore_view(shape: str, dims: str, index: str, then: str) -> tuple[str, Fig
     if not 1 <= numel <= MAX_DRAWN:  # checked before allocating anything
         raise ValueError(f"shape {size} has {numel} elements: keep it between 1 and {MAX_DRAWN} "
                          "so the drawing stays readable")
-    x = torch.arange(numel, dtype=torch.float32).view(size)
+    x = torch.arange(numel, dtype=X_DTYPE).view(size)
     order = parse_ints(dims, name="dims")
     idx = parse_index(index)
     if then not in THEN:
@@ -135,6 +136,20 @@ def explore_view(shape: str, dims: str, index: str, then: str) -> tuple[str, Fig
         except RuntimeError:
             raise ValueError(f"{expr} raises: this view's strides {tuple(view.stride())} cannot be merged into "
                              f"one dimension without copying; .reshape(-1) would copy, .view(-1) refuses") from None
+    return expr, x, result
+
+
+def explore_view(shape: str, dims: str, index: str, then: str) -> tuple[str, Figure]:
+    """The panel's computation: an HTML table about the view and a drawing of its storage.
+
+    ``x = torch.arange(numel, dtype=torch.float32).view(shape)``: each element's value is its storage index,
+    and each takes 4 bytes.
+
+    >>> table, fig = explore_view("4, 4", "", "1", "(nothing)")
+    >>> "offset</td><td>4" in table
+    True
+    """
+    expr, x, result = view_result(shape, dims, index, then)
     info = describe_view(result)
     shared = shares_storage(x, result)
     rows = [
@@ -164,4 +179,4 @@ def view_panel(shape: str = "4, 4", dims: str = "1, 0", index: str = ":, 1:3", t
         "index": w.Text(value=index, description="index", continuous_update=False),
         "then": w.Dropdown(options=list(THEN), value=then, description="then"),
     }
-    return Panel(controls, explore_view, title="Views of x = torch.arange(numel).view(shape)")
+    return Panel(controls, explore_view, title="Views of x = torch.arange(numel).view(shape)", live="views")

@@ -13,6 +13,14 @@
 (function () {
   "use strict";
 
+  // ---- the page's language: tr(message, values) looks the message up in
+  // window.LECTORCH_LIVE_UI, which the Chinese build writes from _ui.po (tools/sphinx_lectorch_i18n.py
+  // extracts the literal message of every tr call in this file into that catalog); English pages have none
+  function tr(msg, args) {
+    var ui = window.LECTORCH_LIVE_UI || {}, s = Object.prototype.hasOwnProperty.call(ui, msg) ? ui[msg] : msg;
+    return args ? s.replace(/\{(\w+)\}/g, function (m, k) { return k in args ? String(args[k]) : m; }) : s;
+  }
+
   // ---- formatting, as lectorch prints ------------------------------------------------------
   function sigDigits(x, digits) {       // x's first `digits` significant digits and its exponent, ties to even as Python
     var parts = x.toExponential(digits - 1).split("e"), exp = Number(parts[1]);
@@ -101,14 +109,14 @@
       var n = {training_flops: flops, cluster_flops_per_s: perS, days: days, gpu_hours: days * 24 * v.num_gpus,
                memory_needed_bytes: v.params * perParam, memory_available_bytes: gpu.memory_bytes * v.num_gpus,
                max_params: v.num_gpus * gpu.memory_bytes / perParam};
-      var fits = n.memory_needed_bytes <= n.memory_available_bytes ? "fits" : "does <b>not</b> fit";
+      var fits = n.memory_needed_bytes <= n.memory_available_bytes ? tr("fits") : tr("does <b>not</b> fit");
       var html = table([
-        ["training FLOPs (6·N·T)", gfmt(flops, 3)],
-        ["useful cluster FLOP/s", gfmt(perS, 3)],
-        ["training time", "<b>" + commas(days) + " days</b> (" + commas(n.gpu_hours) + " GPU-hours)"],
-        ["weights + gradients + optimizer state", formatBytes(n.memory_needed_bytes, false) + " — " + fits + " in " +
+        [tr("training FLOPs (6·N·T)"), gfmt(flops, 3)],
+        [tr("useful cluster FLOP/s"), gfmt(perS, 3)],
+        [tr("training time"), tr("<b>{days} days</b> ({hours} GPU-hours)", {days: commas(days), hours: commas(n.gpu_hours)})],
+        [tr("weights + gradients + optimizer state"), formatBytes(n.memory_needed_bytes, false) + " — " + fits + " in " +
           formatBytes(n.memory_available_bytes, false)],
-        ["largest model on this cluster", siCount(n.max_params) + " parameters (activations not counted)"]]);
+        [tr("largest model on this cluster"), tr("{n} parameters (activations not counted)", {n: siCount(n.max_params)})]]);
       return {html: html, numbers: n};
     },
     tensor_bytes: function (v, D) {
@@ -119,19 +127,20 @@
         return "<tr style='font-weight:" + (d === v.dtype ? "bold" : "normal") + "'><td>" + d +
           "</td><td style='text-align:right'>" + commas(b) + "</td><td>" + formatBytes(b) + "</td></tr>";
       });
-      var head = "<div>" + commas(v.rows) + " × " + commas(v.cols) + " = " + commas(el) + " elements × " +
-        D.float_bytes[v.dtype] + " bytes (" + v.dtype + ") = <b>" + formatBytes(n.bytes) + "</b></div>";
-      return {html: head + "<table><tr><th>dtype</th><th>bytes</th><th></th></tr>" + lines.join("") + "</table>",
+      var head = "<div>" + tr("{rows} × {cols} = {elements} elements × {size} bytes ({dtype}) = <b>{total}</b>",
+                              {rows: commas(v.rows), cols: commas(v.cols), elements: commas(el), size: D.float_bytes[v.dtype],
+                               dtype: v.dtype, total: formatBytes(n.bytes)}) + "</div>";
+      return {html: head + "<table><tr><th>dtype</th><th>" + tr("bytes") + "</th><th></th></tr>" + lines.join("") + "</table>",
               numbers: n};
     },
     transfer: function (v, D) {
       var nbytes = v.elements * D.transfer_bytes[v.dtype], n = {bytes: nbytes};
-      var rows = [["bytes moved", "<b>" + commas(nbytes) + " B = " + formatBytes(nbytes) + "</b>"]];
+      var rows = [[tr("bytes moved"), "<b>" + commas(nbytes) + " B = " + formatBytes(nbytes) + "</b>"]];
       Object.keys(D.links).forEach(function (link) {
         var t = nbytes / D.links[link]; n["seconds " + link] = t;
-        rows.push(["napkin: " + esc(link) + " at its peak", "<b>" + formatSeconds(t) + "</b>"]);
+        rows.push([tr("napkin: {link} at its peak", {link: esc(link)}), "<b>" + formatSeconds(t) + "</b>"]);
       });
-      rows.push(["measured copy", "<i>run the notebook to measure your machine</i>"]);
+      rows.push([tr("measured copy"), "<i>" + tr("run the notebook to measure your machine") + "</i>"]);
       return {html: table(rows), numbers: n};
     },
     roofline: function (v, D) {
@@ -141,14 +150,15 @@
       var I = flops / bytes, ridge = peak / bw, att = Math.min(peak, I * bw), bound = I >= ridge ? "compute" : "memory";
       var n = {flops: flops, bytes: bytes, intensity: I, ridge_point: ridge, attainable: att, mfu_max: att / peak,
                compute_bound: bound === "compute" ? 1 : 0};
+      var verdict = {flops: formatFlops(att, true), mfu: (att / peak).toFixed(3)};
       var html = table([
-        ["matmul", "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ") in " +
-          v.dtype + ": " + gfmt(flops, 3) + " FLOPs, " + formatBytes(bytes, false) + " moved"],
-        ["arithmetic intensity", commas(I, 1) + " FLOPs/byte"],
-        ["ridge point", commas(ridge, 1) + " FLOPs/byte = " + gfmt(peak / 1e12, 6) + " TFLOP/s ÷ " +
+        [tr("matmul"), "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ")" +
+          tr(" in {dtype}: {flops} FLOPs, {bytes} moved", {dtype: v.dtype, flops: gfmt(flops, 3), bytes: formatBytes(bytes, false)})],
+        [tr("arithmetic intensity"), commas(I, 1) + " FLOPs/byte"],
+        [tr("ridge point"), commas(ridge, 1) + " FLOPs/byte = " + gfmt(peak / 1e12, 6) + " TFLOP/s ÷ " +
           gfmt(bw / 1e12, 6) + " TB/s"],
-        ["verdict", "<b>" + bound + "-bound</b>: at most " + formatFlops(att, true) + ", i.e. an MFU of at most " +
-          (att / peak).toFixed(3)]]);
+        [tr("verdict"), (bound === "compute" ? tr("<b>compute-bound</b>: at most {flops}, i.e. an MFU of at most {mfu}", verdict) :
+          tr("<b>memory-bound</b>: at most {flops}, i.e. an MFU of at most {mfu}", verdict))]]);
       return {html: html + rooflineSvg(gpu.name + ", " + v.dtype + " (datasheet)", peak, bw, I, att,
                                        "(" + v.m + ", " + v.k + ") @ (" + v.k + ", " + v.n + ")"), numbers: n};
     },
@@ -164,14 +174,16 @@
       }
       var n = {forward: fwd, backward_weight: bw, backward_input: bi, backward: bw + bi, total: fwd + bw + bi,
                num_parameters: params, ratio: (bw + bi) / fwd};
-      var rows = [["forward", fwd], ["backward: weight grads", bw], ["backward: input grads", bi],
-                  ["backward", bw + bi], ["total", n.total]];
-      var html = "<p>" + v.depth + " layer" + (v.depth > 1 ? "s" : "") + ", widths " + v.dim + " → … → " + v.out_dim +
-        ", " + commas(params) + " parameters, batch " + v.batch + "</p><table><tr><th></th><th>predicted</th></tr>" +
+      var rows = [[tr("forward"), fwd], [tr("backward: weight grads"), bw], [tr("backward: input grads"), bi],
+                  [tr("backward"), bw + bi], [tr("total"), n.total]];
+      var shape = {depth: v.depth, dim: v.dim, out: v.out_dim, params: commas(params), batch: v.batch};
+      var html = "<p>" + (v.depth > 1 ? tr("{depth} layers, widths {dim} → … → {out}, {params} parameters, batch {batch}", shape)
+                                      : tr("{depth} layer, widths {dim} → … → {out}, {params} parameters, batch {batch}", shape)) +
+        "</p><table><tr><th></th><th>" + tr("predicted") + "</th></tr>" +
         rows.map(function (r) { return "<tr><td>" + r[0] + "</td><td style='text-align:right'>" + commas(r[1]) + "</td></tr>"; }).join("") +
-        "</table><p>backward / forward = <b>" + n.ratio.toFixed(2) + "</b>; total / (6 × batch × parameters) = <b>" +
-        (n.total / (6 * v.batch * params)).toFixed(3) + "</b></p>" +
-        "<p class='lp-aside'>The notebook also counts them with FlopCounterMode.</p>" +
+        "</table><p>" + tr("backward / forward = <b>{ratio}</b>; total / (6 × batch × parameters) = <b>{share}</b>",
+                           {ratio: n.ratio.toFixed(2), share: (n.total / (6 * v.batch * params)).toFixed(3)}) + "</p>" +
+        "<p class='lp-aside'>" + tr("The notebook also counts them with FlopCounterMode.") + "</p>" +
         bars(rows.slice(0, 3), function (x) { return gfmt(x, 3) + " FLOPs"; });
       return {html: html, numbers: n};
     },
@@ -195,13 +207,15 @@
       var peak = events[0];
       events.forEach(function (ev) { if (ev[1] > peak[1]) peak = ev; });
       var n = Object.assign({}, parts, {total: total, peak: peak[1] * e});
+      var partNames = {parameters: tr("parameters"), gradients: tr("gradients"), optimizer_state: tr("optimizer state"),
+                       activations: tr("activations"), batch: tr("batch")};
       var rows = Object.keys(parts).map(function (key) {
-        return "<tr><td>" + key.replace(/_/g, " ") + "</td><td>" + formatBytes(parts[key]) + "</td></tr>";
+        return "<tr><td>" + partNames[key] + "</td><td>" + formatBytes(parts[key]) + "</td></tr>";
       }).join("");
-      var html = "<table>" + rows + "<tr><td><b>all at once</b></td><td><b>" + formatBytes(total) + "</b></td></tr>" +
-        "<tr><td>predicted peak (" + peak[0] + ")</td><td>" + formatBytes(peak[1] * e) + "</td></tr></table>" +
-        "<p class='lp-aside'>The notebook also measures the peak when the step is small enough.</p>" +
-        bars(Object.keys(parts).map(function (key) { return [key.replace(/_/g, " "), parts[key]]; }),
+      var html = "<table>" + rows + "<tr><td><b>" + tr("all at once") + "</b></td><td><b>" + formatBytes(total) + "</b></td></tr>" +
+        "<tr><td>" + tr("predicted peak ({event})", {event: peak[0]}) + "</td><td>" + formatBytes(peak[1] * e) + "</td></tr></table>" +
+        "<p class='lp-aside'>" + tr("The notebook also measures the peak when the step is small enough.") + "</p>" +
+        bars(Object.keys(parts).map(function (key) { return [partNames[key], parts[key]]; }),
              function (x) { return formatBytes(x, false); });
       return {html: html, numbers: n};
     },
@@ -293,11 +307,238 @@
           mult2 + " × " + factors(output.concat(contracted)) + " = " + commas(flops);
       }
       var pyShape = "(" + shape.join(", ") + (shape.length === 1 ? ",)" : ")");
-      var html = table([["output shape", pyShape], ["batch dims (kept, in every operand)", dimsHtml(batch)],
-                        ["free dims (kept)", dimsHtml(free)], ["contracted dims (summed)", dimsHtml(contracted)],
+      var html = table([[tr("output shape"), pyShape], [tr("batch dims (kept, in every operand)"), dimsHtml(batch)],
+                        [tr("free dims (kept)"), dimsHtml(free)], [tr("contracted dims (summed)"), dimsHtml(contracted)],
                         ["FLOPs", esc(formula) + " (" + formatFlops(flops) + ")"]]);
       return {html: html, numbers: n};
     }
+  };
+
+  // ---- views of x = torch.arange(numel).view(shape) (lectorch.widgets.views.view_result) ---------
+  function pyInt(text, what) {          // Python's int(text) for decimal text
+    var t = text.trim();
+    if (!/^[+-]?\d+(_\d+)*$/.test(t)) throw what;
+    return Number(t.replace(/_/g, ""));
+  }
+  function pyStripChars(text, chars) {  // Python's text.strip(chars)
+    var a = 0, b = text.length;
+    while (a < b && chars.indexOf(text[a]) >= 0) a++;
+    while (b > a && chars.indexOf(text[b - 1]) >= 0) b--;
+    return text.slice(a, b);
+  }
+  function pyQuote(text) { return text.indexOf("'") >= 0 && text.indexOf('"') < 0 ? '"' + text + '"' : "'" + text.replace(/'/g, "\\'") + "'"; }
+  function pyTuple(items) { return "(" + items.join(", ") + (items.length === 1 ? ",)" : ")"); }
+  function parseInts(text, name) {      // lectorch.widgets.views.parse_ints
+    var body = pyStripChars(text.trim(), "()[]").trim();
+    if (!body) return [];
+    return body.split(",").filter(function (p) { return p.trim(); }).map(function (p) {
+      try { return pyInt(p, 1); } catch (e) { fail(name + " must be ints separated by commas, such as '4, 4'; got " + pyQuote(text)); }
+    });
+  }
+  function parseIndex(text) {           // lectorch.widgets.views.parse_index: ints, slices, "..."
+    var body = pyStripChars(text.trim(), "[]").trim();
+    if (!body) return [];
+    return body.split(",").map(function (part) {
+      part = part.trim();
+      try {
+        if (part === "...") return {ellipsis: true};
+        if (part.indexOf(":") >= 0) {
+          var b = part.split(":");
+          if (b.length > 3) throw 1;
+          var s = b.map(function (x) { return x.trim() ? pyInt(x, 1) : null; });
+          return {slice: true, start: s[0], stop: s.length > 1 ? s[1] : null, step: s.length > 2 ? s[2] : null};
+        }
+        return pyInt(part, 1);
+      } catch (e) { fail("index: cannot read " + pyQuote(part) + "; write ints, slices like 1:3 or ::2, or ..."); }
+    });
+  }
+  function contiguousStrides(shape) {   // lectorch.views.contiguous_strides
+    var out = [], step = 1;
+    for (var d = shape.length - 1; d >= 0; d--) { out.unshift(step); step *= Math.max(shape[d], 1); }
+    return out;
+  }
+  function prod(a) { return a.reduce(function (x, y) { return x * y; }, 1); }
+  function isContiguous(L) {            // lectorch.views.Layout.is_contiguous (torch's rule)
+    if (prod(L.shape) === 0) return true;
+    var expected = 1;
+    for (var d = L.shape.length - 1; d >= 0; d--) {
+      if (L.shape[d] !== 1) { if (L.strides[d] !== expected) return false; expected *= L.shape[d]; }
+    }
+    return true;
+  }
+  function cellsOf(L) {                 // lectorch.views.Layout.cells: storage index of every element, row-major
+    var cells = [L.offset];
+    L.shape.forEach(function (size, d) {
+      var next = [];
+      cells.forEach(function (c) { for (var i = 0; i < size; i++) next.push(c + i * L.strides[d]); });
+      cells = next;
+    });
+    return cells;
+  }
+  function normDim(dim, ndim, name) {
+    if (!(-ndim <= dim && dim < ndim)) fail(name + "=" + dim + " is out of range for a layout with " + ndim + " dims");
+    return ((dim % ndim) + ndim) % ndim;
+  }
+  function permute(L, dims) {           // lectorch.views.Layout.permute
+    var order = dims.map(function (d) { return normDim(d, L.shape.length, "dims"); });
+    var sorted = order.slice().sort(function (a, b) { return a - b; });
+    if (sorted.length !== L.shape.length || sorted.some(function (d, i) { return d !== i; }))
+      fail("dims " + pyTuple(dims) + " must be a permutation of 0.." + (L.shape.length - 1) + ", each dim exactly once");
+    return {shape: order.map(function (d) { return L.shape[d]; }), strides: order.map(function (d) { return L.strides[d]; }),
+            offset: L.offset};
+  }
+  function sliceIndices(e, size) {      // Python's slice(start, stop, step).indices(size), step > 0
+    function clamp(v, dflt) {
+      if (v === null) return dflt;
+      if (v < 0) v += size;
+      return Math.min(Math.max(v, 0), size);
+    }
+    var step = e.step === null ? 1 : e.step, start = clamp(e.start, 0), stop = clamp(e.stop, size);
+    return {start: start, step: step, length: Math.max(0, Math.ceil((stop - start) / step))};
+  }
+  function index(L, entries) {          // lectorch.views.Layout.__getitem__
+    var ell = entries.filter(function (e) { return e && e.ellipsis; }).length, ndim = L.shape.length;
+    if (ell > 1) fail("index may contain at most one '...'");
+    var real = entries.length - ell;
+    if (real > ndim) fail("index has " + real + " entries but the layout has only " + ndim + " dims");
+    var full = [];
+    entries.forEach(function (e) {
+      if (e && e.ellipsis) for (var k = 0; k < ndim - real; k++) full.push({slice: true, start: null, stop: null, step: null});
+      else full.push(e);
+    });
+    while (full.length < ndim) full.push({slice: true, start: null, stop: null, step: null});
+    var shape = [], strides = [], offset = L.offset;
+    full.forEach(function (e, d) {
+      var size = L.shape[d], stride = L.strides[d];
+      if (typeof e === "object") {
+        if (e.step !== null && e.step <= 0) fail("slice step must be positive (torch has no negative strides), got " + e.step);
+        var s = sliceIndices(e, size);
+        shape.push(s.length); strides.push(stride * s.step); offset += s.start * stride;
+      } else {
+        if (!(-size <= e && e < size)) fail("index " + e + " is out of range for dim " + d + " of size " + size);
+        offset += (((e % size) + size) % size) * stride;
+      }
+    });
+    return {shape: shape, strides: strides, offset: offset};
+  }
+  function flatStrides(L) {             // torch's computeStride for .view(-1): the one stride, or null (must copy)
+    var n = prod(L.shape), newShape = [n];
+    if (!L.shape.length) return [1];
+    if (n === 0) return L.shape.length === 1 ? L.strides.slice() : [1];
+    var viewD = 0, newStride = [0], chunk = L.strides[L.shape.length - 1], tensorNumel = 1, viewNumel = 1;
+    for (var d = L.shape.length - 1; d >= 0; d--) {
+      tensorNumel *= L.shape[d];
+      if (d === 0 || (L.shape[d - 1] !== 1 && L.strides[d - 1] !== tensorNumel * chunk)) {
+        while (viewD >= 0 && (viewNumel < tensorNumel || newShape[viewD] === 1)) {
+          newStride[viewD] = viewNumel * chunk; viewNumel *= newShape[viewD]; viewD--;
+        }
+        if (viewNumel !== tensorNumel) return null;
+        if (d > 0) { chunk = L.strides[d - 1]; tensorNumel = 1; viewNumel = 1; }
+      }
+    }
+    return viewD === -1 ? newStride : null;
+  }
+  function elementwiseStrides(L) {      // the strides torch's TensorIterator gives `view + 0` (it keeps the layout's order)
+    var nd = L.shape.length, perm = [], i;
+    if (nd <= 1) return contiguousStrides(L.shape);
+    for (i = nd - 1; i >= 0; i--) perm.push(i);
+    function shouldSwap(a, b) {
+      var s0 = L.strides[a], s1 = L.strides[b];
+      if (s0 === 0 || s1 === 0) return 0;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      return L.shape[a] > L.shape[b] ? 1 : 0;
+    }
+    for (i = 1; i < nd; i++) {
+      var d1 = i;
+      for (var d0 = i - 1; d0 >= 0; d0--) {
+        var c = shouldSwap(perm[d0], perm[d1]);
+        if (c > 0) { var t = perm[d0]; perm[d0] = perm[d1]; perm[d1] = t; d1 = d0; } else if (c < 0) break;
+      }
+    }
+    // the layout's own order is row-major: a plain contiguous output (torch.empty's strides, sizes 0 count as 1)
+    if (perm.every(function (d, k) { return d === nd - 1 - k; })) return contiguousStrides(L.shape);
+    var out = new Array(nd), next = 1;
+    perm.forEach(function (d) { out[d] = next; next *= L.shape[d]; });
+    return out;
+  }
+  function viewExpression(dims, entries, then) {  // lectorch.widgets.views._expression
+    var expr = "x";
+    if (dims.length) expr += dims.length > 1 ? ".permute(" + dims.join(", ") + ")" : ".permute(" + dims[0] + ")";
+    if (entries.length) expr += "[" + entries.map(function (e) {
+      if (e && e.ellipsis) return "...";
+      if (typeof e === "object") return (e.start === null ? "" : e.start) + ":" + (e.stop === null ? "" : e.stop) +
+        (e.step !== null ? ":" + e.step : "");
+      return String(e);
+    }).join(", ") + "]";
+    if (then !== "(nothing)") expr = then === "+ 0" ? "(" + expr + ") + 0" : expr + then;
+    return expr;
+  }
+  function storageSvg(L, size, title, D) {  // lectorch.plots.views.storage_view_figure: the storage row, then the view's grid
+    var V = D.views, cols = L.shape.length ? L.shape[L.shape.length - 1] : 1;
+    var rows = L.shape.length > 1 ? prod(L.shape.slice(0, -1)) : 1, cells = cellsOf(L), colours = {}, box = 22;
+    cells.forEach(function (c, k) { if (!(c in colours)) colours[c] = V.palette[Math.floor(k / Math.max(cols, 1)) % V.palette.length]; });
+    function cell(x, y, colour, label) {
+      return '<rect x="' + x + '" y="' + y + '" width="' + box + '" height="' + box + '" fill="' + colour +
+        '" stroke="#555" stroke-width="0.8"/>' + (label === "" ? "" : '<text x="' + (x + box / 2) + '" y="' + (y + box / 2 + 4) +
+        '" text-anchor="middle" font-size="11" fill="' + (colour === V.grey ? "#999" : "#222") + '">' + label + "</text>");
+    }
+    function svg(w, h, label, body) {
+      return '<svg class="lp-views" viewBox="0 0 ' + w + " " + h + '" width="' + w + '" role="img" aria-label="' + esc(label) + '">' +
+        body + "</svg>";
+    }
+    var storageTitle = tr("storage: {size} elements, in memory order", {size: size}), row = "", grid = "";
+    for (var i = 0; i < size; i++) row += cell(1 + i * box, 1, colours[i] || V.grey, size <= V.max_labelled ? i : "");
+    var labelled = Math.max(cols, size) <= V.max_labelled;
+    cells.forEach(function (c, k) {
+      var r = Math.floor(k / Math.max(cols, 1)), col = k - r * Math.max(cols, 1);
+      grid += cell(1 + col * box, 1 + r * box, V.palette[r % V.palette.length], labelled ? c : "");
+    });
+    return '<div class="lp-views-caption">' + esc(storageTitle) + "</div>" + svg(Math.max(size, 1) * box + 2, box + 2, storageTitle, row) +
+      '<div class="lp-views-caption">' + esc(title) + "</div>" + svg(Math.max(cols, 1) * box + 2, Math.max(rows, 1) * box + 2, title, grid) +
+      (L.shape.length > 2 ? '<div class="lp-views-caption">' + esc(tr("(leading dims flattened into {rows} rows)", {rows: rows})) +
+       "</div>" : "");
+  }
+  LIVE.views = function (v, D) {
+    var size = parseInts(v.shape, "shape"), V = D.views;
+    size.forEach(function (n) { if (n < 0) fail("shape has a negative size " + n + " in " + pyTuple(size) + "; sizes must be >= 0"); });
+    if (!(size.length >= 1 && size.length <= 4)) fail("shape must have 1 to 4 dims, got " + pyTuple(size));
+    var numel = prod(size);
+    if (!(numel >= 1 && numel <= V.max_drawn)) fail("shape " + pyTuple(size) + " has " + numel + " elements: keep it between 1 and " +
+                                                    V.max_drawn + " so the drawing stays readable");
+    var order = parseInts(v.dims, "dims"), entries = parseIndex(v.index);
+    if (V.then.indexOf(v.then) < 0) fail("then must be one of " + V.then.join(", ") + ", got " + v.then);
+    var L = {shape: size, strides: contiguousStrides(size), offset: 0};
+    if (order.length) L = permute(L, order);
+    if (entries.length) L = index(L, entries);
+    var expr = viewExpression(order, entries, v.then), R = L, copy = false, n = prod(L.shape);
+    if (v.then === ".view(-1)" || v.then === ".reshape(-1)") {
+      var flat = flatStrides(L);
+      if (flat) R = {shape: [n], strides: flat, offset: L.offset};
+      else if (v.then === ".view(-1)") fail(expr + " raises: this view's strides " + pyTuple(L.strides) + " cannot be merged into " +
+                                            "one dimension without copying; .reshape(-1) would copy, .view(-1) refuses");
+      else { R = {shape: [n], strides: [1], offset: 0}; copy = true; }
+    } else if (v.then === ".contiguous()" && !isContiguous(L)) {
+      R = {shape: L.shape, strides: contiguousStrides(L.shape), offset: 0}; copy = true;
+    } else if (v.then === "+ 0") {
+      R = {shape: L.shape, strides: elementwiseStrides(L), offset: 0}; copy = true;
+    }
+    var storage = copy ? n : numel, bytes = storage * V.element_bytes, cells = cellsOf(R), contiguous = isContiguous(R);
+    var distinct = cells.filter(function (c, i) { return cells.indexOf(c) === i; }).length;
+    var out = {ndim: R.shape.length, offset: R.offset, contiguous: contiguous ? 1 : 0, shares_storage: copy ? 0 : 1,
+               storage_elements: storage, storage_bytes: bytes, cells_read: distinct, numel: n};
+    R.shape.forEach(function (s, d) { out["shape" + d] = s; });
+    R.strides.forEach(function (s, d) { out["stride" + d] = s; });
+    cells.forEach(function (c, k) { out["cell" + k] = c; });
+    var html = table([
+      [tr("expression"), "<code>" + esc(expr) + "</code>"], [tr("shape"), pyTuple(R.shape)], [tr("strides"), pyTuple(R.strides)],
+      [tr("offset"), R.offset], [tr("contiguous"), contiguous ? tr("yes") : tr("no")],
+      [tr("shares storage with x"), copy ? esc(tr("no (a copy: {bytes} new bytes)", {bytes: bytes})) : esc(tr("yes (a view: 0 new bytes)"))],
+      [tr("storage cells read"), esc(tr("{read} of {total}", {read: distinct, total: storage}))]]);
+    var title = tr("{expr}: shape {shape}, strides {strides}, offset {offset} ({kind})",
+                   {expr: expr, shape: pyTuple(R.shape), strides: pyTuple(R.strides), offset: R.offset,
+                    kind: contiguous ? tr("contiguous") : tr("non-contiguous")});
+    return {html: html + storageSvg(R, storage, title, D), numbers: out};
   };
 
   // ---- a small SVG chart: lines (null breaks a line), bars of a histogram, marker lines ------------
@@ -356,35 +597,38 @@
   // ---- measured panels: draw the numbers recorded when the notebook ran (lectorch.widgets.Recording)
   var RECORDED = {
     matmul: function (v, n) {
-      var where = n.device + (v.threads ? ", " + v.threads + " thread" + (v.threads !== 1 ? "s" : "") : "");
+      var where = n.device + (v.threads ? ", " + (v.threads !== 1 ? tr("{n} threads", {n: v.threads}) : tr("{n} thread", {n: v.threads})) : "");
       var rows = [
-        ["matmul", "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ") in " + esc(v.dtype) +
-          " on " + esc(where)],
-        ["FLOPs = 2·B·D·K", commas(n.flops)],
-        ["bytes moved (at least)", formatBytes(n.bytes, false) + " → intensity " + commas(n.intensity, 1) + " FLOPs/byte"],
-        ["measured time", formatSeconds(n.median_s) + " median (IQR " + formatSeconds(n.iqr_s) + ", " + n.trials + " trials × " +
-          n.number + ")"],
-        ["achieved", "<b>" + formatFlops(n.flops_per_s, true) + "</b>"]];
+        [tr("matmul"), "(" + commas(v.B) + ", " + commas(v.D) + ") @ (" + commas(v.D) + ", " + commas(v.K) + ")" +
+          tr(" in {dtype} on {where}", {dtype: esc(v.dtype), where: esc(where)})],
+        [tr("FLOPs = 2·B·D·K"), commas(n.flops)],
+        [tr("bytes moved (at least)"), tr("{bytes} → intensity {intensity} FLOPs/byte", {bytes: formatBytes(n.bytes, false), intensity: commas(n.intensity, 1)})],
+        [tr("measured time"), tr("{median} median (IQR {iqr}, {trials} trials × {number})",
+                                 {median: formatSeconds(n.median_s), iqr: formatSeconds(n.iqr_s), trials: n.trials, number: n.number})],
+        [tr("achieved"), "<b>" + formatFlops(n.flops_per_s, true) + "</b>"]];
       if (n.peak) {
-        rows.push(["MFU", "<b>" + n.mfu.toFixed(3) + "</b> of the " + esc(n.gpu) + " dense " + esc(v.dtype) + " peak (" +
-                   gfmt(n.peak / 1e12, 6) + " TFLOP/s)"]);
-        rows.push(["roofline", n.bound + "-bound: at most " + n.attainable_fraction.toFixed(3) + " of the peak at this intensity"]);
+        rows.push([tr("MFU"), tr("<b>{mfu}</b> of the {gpu} dense {dtype} peak ({peak} TFLOP/s)",
+                                 {mfu: n.mfu.toFixed(3), gpu: esc(n.gpu), dtype: esc(v.dtype), peak: gfmt(n.peak / 1e12, 6)})]);
+        var at = {share: n.attainable_fraction.toFixed(3)};
+        rows.push([tr("roofline"), n.bound === "compute" ? tr("compute-bound: at most {share} of the peak at this intensity", at)
+                                                         : tr("memory-bound: at most {share} of the peak at this intensity", at)]);
       } else {
-        rows.push(["MFU", "no datasheet peak for " + (n.device === "cpu" ? "a CPU" : "this device") + ", so no MFU"]);
+        rows.push([tr("MFU"), n.device === "cpu" ? tr("no datasheet peak for a CPU, so no MFU")
+                                                 : tr("no datasheet peak for this device, so no MFU")]);
         if (n.versus_reference !== undefined)
-          rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + " (not an MFU)"]);
+          rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + tr(" (not an MFU)")]);
       }
       return table(rows);
     },
     step_cost: function (v, n) {
       var rows = [
-        ["activations saved for backward", formatBytes(n.saved_bytes) + " (" + n.saved_ratio.toFixed(2) + "× fp32 without checkpointing)"],
-        ["FLOPs of forward + backward", (n.flops / 1e6).toFixed(1) + " MFLOP (" + commas(n.flops / n.tokens) + " per token)"],
-        ["measured step time", formatSeconds(n.step_seconds) + " on " + esc(n.device)],
-        ["peak device memory", n.peak_bytes === null ? "not tracked on " + esc(n.device.split(":")[0]) +
-          " (run on a GPU to see it)" : formatBytes(n.peak_bytes)]];
+        [tr("activations saved for backward"), formatBytes(n.saved_bytes) + tr(" ({ratio}× fp32 without checkpointing)", {ratio: n.saved_ratio.toFixed(2)})],
+        [tr("FLOPs of forward + backward"), tr("{mflop} MFLOP ({per} per token)", {mflop: (n.flops / 1e6).toFixed(1), per: commas(n.flops / n.tokens)})],
+        [tr("measured step time"), tr("{time} on {device}", {time: formatSeconds(n.step_seconds), device: esc(n.device)})],
+        [tr("peak device memory"), n.peak_bytes === null ? tr("not tracked on {device} (run on a GPU to see it)", {device: esc(n.device.split(":")[0])})
+                                                 : formatBytes(n.peak_bytes)]];
       return "<p>TinyLM V=" + n.vocab_size + ", D=" + n.dim + ", L=" + n.num_layers + ", T=" + n.context_length + ", B=" +
-        v.batch_size + ": " + n.tokens + " tokens per step</p>" +
+        v.batch_size + ": " + tr("{tokens} tokens per step", {tokens: n.tokens}) + "</p>" +
         "<table>" + rows.map(function (r) { return "<tr><td>" + r[0] + "</td><td><b>" + r[1] + "</b></td></tr>"; }).join("") + "</table>";
     },
     loss_curves: function (v, n) {
@@ -392,24 +636,24 @@
       Object.keys(n.curves).forEach(function (label, i) {
         var losses = n.curves[label], last = losses[losses.length - 1];
         var ok = last !== null && isFinite(last) && last < 10 * losses[0];
-        parts.push(esc(label) + ": loss " + gfmt(losses[0], 3) + " → <b>" + (ok ? gfmt(last, 3) : "diverged") + "</b>");
+        parts.push(esc(label) + ": " + tr("loss") + " " + gfmt(losses[0], 3) + " → <b>" + (ok ? gfmt(last, 3) : tr("diverged")) + "</b>");
         series.push({label: label, color: colors[i % 2], dash: i ? "5 4" : "",
                      points: losses.map(function (y, s) { return [s, y]; })});
       });
-      return "<p>" + n.steps + " full-batch steps at lr = " + gfmt(n.lr, 3) + ". " + parts.join("; ") + "</p>" +
-        chartSvg({title: "Cruncher(16, 2) on a linear regression, lr = " + gfmt(n.lr, 3), xlabel: "step",
-                  ylabel: "loss (log)", ylog: true, series: series});
+      return "<p>" + tr("{steps} full-batch steps at lr = {lr}.", {steps: n.steps, lr: gfmt(n.lr, 3)}) + " " + parts.join("; ") + "</p>" +
+        chartSvg({title: tr("Cruncher(16, 2) on a linear regression, lr = {lr}", {lr: gfmt(n.lr, 3)}), xlabel: tr("step"),
+                  ylabel: tr("loss (log)"), ylog: true, series: series});
     },
     init: function (v, n) {
       var half = Math.max(4, 4 * n.measured_std), bars = [], normal = [], i;
       for (i = 0; i < n.density.length; i++) bars.push([n.edges[i], n.edges[i + 1], n.density[i]]);
       for (i = 0; i <= 200; i++) { var x = -half + 2 * half * i / 200; normal.push([x, Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI)]); }
       var top = Math.max(0.45, Math.max.apply(null, n.density)) * 1.05;
-      return "<p>weight std = " + esc(n.formula) + " = " + gfmt(n.weight_std, 4) + "; output std measured <b>" +
-        gfmt(n.measured_std, 3) + "</b>, predicted sqrt(" + v.width + ") × " + gfmt(n.weight_std, 4) + " = <b>" +
-        gfmt(n.predicted_std, 3) + "</b></p>" +
-        chartSvg({title: "width " + v.width + ", " + v.scheme + " init (std " + n.formula + ")", xlabel: "output value",
-                  ylabel: "density", xlim: [-half, half], ylim: [0, top], bars: bars,
+      return "<p>" + tr("weight std = {formula} = {std}; output std measured <b>{measured}</b>, predicted sqrt({width}) × {std} = <b>{predicted}</b>",
+                        {formula: esc(n.formula), std: gfmt(n.weight_std, 4), measured: gfmt(n.measured_std, 3), width: v.width,
+                         predicted: gfmt(n.predicted_std, 3)}) + "</p>" +
+        chartSvg({title: tr("width {width}, {scheme} init (std {formula})", {width: v.width, scheme: v.scheme, formula: n.formula}),
+                  xlabel: tr("output value"), ylabel: tr("density"), xlim: [-half, half], ylim: [0, top], bars: bars,
                   series: [{label: "N(0, 1)", color: "#000", dash: "5 4", points: normal}]});
     }
   };
@@ -472,34 +716,37 @@
     });
     var n = {sign: b.sign, exponent: b.exponent, mantissa: b.mantissa};
     n["kind_" + b.kind] = 1;
-    var rows = [["stored", "<b>" + pyRepr(stored) + "</b> (" + b.kind + ")"], ["bits", boxes]], note = "";
+    var rows = [[tr("stored"), "<b>" + pyRepr(stored) + "</b> (" +
+                ({normal: tr("normal"), subnormal: tr("subnormal"), zero: tr("zero")}[b.kind] || b.kind) + ")"], [tr("bits"), boxes]], note = "";
     if (b.kind === "normal" || b.kind === "subnormal") {
       var unbiased = b.kind === "normal" ? b.exponent - f.bias : 1 - f.bias;
-      rows.push(["fields", "sign " + b.sign + " · exponent field " + b.exponent + " → 2<sup>" + unbiased + "</sup> · mantissa " +
-                 (b.kind === "normal" ? "1." : "0.") + digits[2] + "<sub>2</sub>"]);
+      rows.push([tr("fields"), tr("sign {sign} · exponent field {exponent} → 2<sup>{power}</sup> · mantissa {mantissa}",
+                                {sign: b.sign, exponent: b.exponent, power: unbiased,
+                                 mantissa: (b.kind === "normal" ? "1." : "0.") + digits[2] + "<sub>2</sub>"})]);
     }
     var absErr = Math.abs(stored - value), rel = value === 0 ? 0 : (isFinite(stored) ? absErr / Math.abs(value) : Infinity);
-    rows.push(["error", "absolute " + pyg(absErr, 3) + " · relative " + pyg(rel, 3)]);
+    rows.push([tr("error"), tr("absolute {abs} · relative {rel}", {abs: pyg(absErr, 3), rel: pyg(rel, 3)})]);
     if (isFinite(stored)) { n.stored = stored; n.abs_error = absErr; n.relative_error = rel; }
     if (b.kind === "zero" && value !== 0) {
-      note = pyRepr(value) + " underflows to 0 in " + f.name + ": it is below half the smallest subnormal, " +
-        pyg(f.smallest_subnormal, 3) + ".";
+      note = tr("{value} underflows to 0 in {dtype}: it is below half the smallest subnormal, {tiny}.",
+                {value: pyRepr(value), dtype: f.name, tiny: pyg(f.smallest_subnormal, 3)});
     } else if (!isFinite(stored)) {
-      note = pyRepr(value) + " overflows to " + pyRepr(stored) + ": " + f.name + " stops at ±" + pyg(f.max, 6) + ".";
+      note = tr("{value} overflows to {stored}: {dtype} stops at ±{max}.",
+                {value: pyRepr(value), stored: pyRepr(stored), dtype: f.name, max: pyg(f.max, 6)});
     } else if (Math.abs(value) > f.max && f.has_inf) {
-      note = pyRepr(value) + " is above " + f.name + "'s largest value " + pyg(f.max, 6) + " by less than half a step, " +
-        "so it rounds down to it; from " + pyg(f.max + ulp(f.max, f) / 2, 6) + " on it overflows to inf.";
+      note = tr("{value} is above {dtype}'s largest value {max} by less than half a step, so it rounds down to it; from {limit} on it overflows to inf.",
+                {value: pyRepr(value), dtype: f.name, max: pyg(f.max, 6), limit: pyg(f.max + ulp(f.max, f) / 2, 6)});
     } else if (Math.abs(value) > f.max) {
-      note = pyRepr(value) + " is beyond ±" + pyg(f.max, 6) + " and " + f.name + " has no infinity: this cast saturates to ±" +
-        pyg(f.max, 6) + " (others give NaN).";
+      note = tr("{value} is beyond ±{max} and {dtype} has no infinity: this cast saturates to ±{max} (others give NaN).",
+                {value: pyRepr(value), max: pyg(f.max, 6), dtype: f.name});
     } else {
       var lo = stored, hi = stored;
       if (stored < value) hi = nextUp(stored, f); else if (stored > value) lo = nextDown(stored, f);
-      if (lo !== hi) rows.push(["neighbours", pyg(lo, 8) + " ≤ value ≤ " + pyg(hi, 8) + " (it rounds to the nearer)"]);
+      if (lo !== hi) rows.push([tr("neighbours"), tr("{lo} ≤ value ≤ {hi} (it rounds to the nearer)", {lo: pyg(lo, 8), hi: pyg(hi, 8)})]);
       n.lo = lo; n.hi = hi; n.spacing = ulp(stored, f);
-      rows.push(["spacing here", pyg(n.spacing, 3)]);
-      if (b.kind === "subnormal") note = "a subnormal: below " + pyg(f.smallest_normal, 3) + " " + f.name +
-        " gives up precision to reach smaller values.";
+      rows.push([tr("spacing here"), pyg(n.spacing, 3)]);
+      if (b.kind === "subnormal") note = tr("a subnormal: below {normal} {dtype} gives up precision to reach smaller values.",
+                                            {normal: pyg(f.smallest_normal, 3), dtype: f.name});
     }
     var html = "<div><div>" + esc(pyRepr(value)) + " in " + f.name + " (" + f.layout + ")</div><table>" +
       rows.map(function (r) { return "<tr><td style='padding-right:1em'>" + r[0] + "</td><td>" + r[1] + "</td></tr>"; }).join("") +
@@ -521,11 +768,11 @@
     var mid = Math.floor((W + S) / 2);
     var n = {steps: lrs.length, lr_sum: sum, lr_warmup_end: lrs[W], lr_mid: lrs[mid], lr_end: lrs[S],
              lr_quarter: lrs[Math.floor(W / 4) + Math.floor(3 * S / 4)]};
-    var html = table([["warm-up", "steps 0 → " + W + ": 0 → " + gfmt(maxLr, 3)],
-                      ["cosine decay", "steps " + W + " → " + S + ": " + gfmt(maxLr, 3) + " → " + gfmt(minLr, 3) +
-                        " (half-way, step " + mid + ": " + gfmt(lrs[mid], 3) + ")"],
-                      ["floor", "from step " + S + " on: " + gfmt(minLr, 3)]]) +
-      chartSvg({title: "a cosine schedule with linear warm-up", xlabel: "step", ylabel: "learning rate",
+    var html = table([[tr("warm-up"), tr("steps 0 → {w}: 0 → {max}", {w: W, max: gfmt(maxLr, 3)})],
+                      [tr("cosine decay"), tr("steps {w} → {s}: {max} → {min} (half-way, step {mid}: {lr})",
+                                              {w: W, s: S, max: gfmt(maxLr, 3), min: gfmt(minLr, 3), mid: mid, lr: gfmt(lrs[mid], 3)})],
+                      [tr("floor"), tr("from step {s} on: {min}", {s: S, min: gfmt(minLr, 3)})]]) +
+      chartSvg({title: tr("a cosine schedule with linear warm-up"), xlabel: tr("step"), ylabel: tr("learning rate"),
                 ylim: [0, 1.3 * maxLr], vlines: [{x: W, dash: "2 3"}, {x: S}], hlines: [{y: minLr}],
                 series: [{color: "#1f77b4", points: lrs.map(function (y, i) { return [i, y]; })}]});
     return {html: html, numbers: n};
