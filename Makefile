@@ -21,7 +21,13 @@ PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 
 # neither has it, PyPI's build of the same version (CUDA-enabled, a few GB more, runs on a CPU):
 # tools/lock.py install-cpu says which.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+# pip keeps its cache (no --no-cache-dir anywhere): a second venv (another clone, PYTHON=python3.12)
+# reuses what the first downloaded from an index. Wheels that pip finds in a local folder or file://
+# index (find-links) are installed from there and not copied into the cache, so on a machine that
+# has every wheel locally `pip cache info` shows no HTTP files, only the wheels pip built from sdists.
 PIP := -m pip install --quiet --disable-pip-version-check
+# What `make test` and `make unit` lint (pyproject.toml's [tool.ruff] rules)
+LINT := lectorch tests tools grading benchmarks
 LAB_PORT  ?= 8888
 LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
@@ -121,7 +127,7 @@ translations: $(STAMP)
 # built (reused while its stamp matches, tests/conftest.py). TEST_WORKERS=0: in one process.
 TEST_WORKERS ?= auto
 test: $(STAMP) $(LAB_STAMP)
-	$(BIN)/ruff check lectorch tests tools grading
+	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
 	  --durations=25
 
@@ -131,7 +137,7 @@ test: $(STAMP) $(LAB_STAMP)
 NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
   test_lab.py test_gpu_box.py
 unit: $(STAMP)
-	$(BIN)/ruff check lectorch tests tools grading
+	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \
 	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
 
