@@ -108,8 +108,11 @@ endif
 # skipped in a second when its stamp says its sources are unchanged (tools/build_book.py), and
 # `make test` reuses both. EXECUTE=1: the self-study book's chapters executed here (jupyter-cache) first.
 # The class book (solutions replaced by stubs, tools/class_edition.py) goes to _build/class/html.
+# The default also extracts the English messages (_build/gettext, Sphinx's gettext builder), which
+# `make test` compares with the catalogs and `make translations` merges: both reuse it while the
+# English is unchanged.
 EDITION ?= all
-BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class,$(if $(filter class,$(EDITION)),class,book))
+BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class gettext,$(if $(filter class,$(EDITION)),class,book))
 book: $(STAMP)
 	@case "$(EDITION)" in all|self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study or EDITION=class (the default builds both)"; exit 2;; esac
 	@test -z "$(EXECUTE)" -o "$(EDITION)" != class || { echo "EXECUTE=1 executes the self-study book's chapters; the class book (stubs, which stop a run) is always built from the stored outputs"; exit 2; }
