@@ -19,8 +19,16 @@ sys.path.insert(0, str(ROOT / "tools"))
 #: first and the quick files and the chapters (nbval) fill in after, and the workers end together.
 #: A file's tests keep their order; a name not collected is ignored.
 SLOWEST_FIRST = (
-    "tests/test_browser_pages.py",
     "tests/test_grading_attacks.py",
+    "tests/test_browser.py",
+    "tests/test_browser_panels.py",
+    "tests/test_browser_reader.py",
+    "tests/test_browser_pages.py",
+    "tests/test_student_and_grading.py",
+    "tests/test_gpu_check.py",
+    "tests/test_translation.py",
+    "tests/test_ddp.py",
+    "tests/test_checkpoint.py",
 )
 
 
