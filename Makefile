@@ -134,7 +134,8 @@ test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
 	  --durations=25
 
-# The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
+# The edit loop: lint, doctests and unit tests of lectorch; no book (a test that asks for a built
+# edition is marked `book` by tests/conftest.py), no browser, no notebook runs
 # (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
 # chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
 NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
