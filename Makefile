@@ -129,13 +129,14 @@ translations: $(STAMP)
 # the slowest files start first: conftest.py's SLOWEST_FIRST); the workers share the book `make book`
 # built (reused while its stamp matches, tests/conftest.py). TEST_WORKERS=0: in one process.
 TEST_WORKERS ?= auto
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check $(LINT)
-	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
-	  --durations=25
+	$(BIN)/python -m pytest $(XDIST) --durations=25
 
-# The edit loop: lint, doctests and unit tests of lectorch; no book (a test that asks for a built
-# edition is marked `book` by tests/conftest.py), no browser, no notebook runs
+# The edit loop, on every core as `make test` (TEST_WORKERS=0: in one process): lint, doctests and
+# unit tests of lectorch; no book (a test that asks for a built edition is marked `book` by
+# tests/conftest.py), no browser, no notebook runs
 # (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
 # chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
 NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
@@ -143,7 +144,7 @@ NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_c
 unit: $(STAMP)
 	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \
-	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
+	  $(XDIST) $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
 
 execute: $(STAMP)
 	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \
