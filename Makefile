@@ -21,7 +21,13 @@ PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 
 # neither has it, PyPI's build of the same version (CUDA-enabled, a few GB more, runs on a CPU):
 # tools/lock.py install-cpu says which.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+# pip keeps its cache (no --no-cache-dir anywhere): a second venv (another clone, PYTHON=python3.12)
+# reuses what the first downloaded from an index. Wheels that pip finds in a local folder or file://
+# index (find-links) are installed from there and not copied into the cache, so on a machine that
+# has every wheel locally `pip cache info` shows no HTTP files, only the wheels pip built from sdists.
 PIP := -m pip install --quiet --disable-pip-version-check
+# What `make test` and `make unit` lint (pyproject.toml's [tool.ruff] rules)
+LINT := lectorch tests tools grading benchmarks
 LAB_PORT  ?= 8888
 LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
@@ -102,8 +108,11 @@ endif
 # skipped in a second when its stamp says its sources are unchanged (tools/build_book.py), and
 # `make test` reuses both. EXECUTE=1: the self-study book's chapters executed here (jupyter-cache) first.
 # The class book (solutions replaced by stubs, tools/class_edition.py) goes to _build/class/html.
+# The default also extracts the English messages (_build/gettext, Sphinx's gettext builder), which
+# `make test` compares with the catalogs and `make translations` merges: both reuse it while the
+# English is unchanged.
 EDITION ?= all
-BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class,$(if $(filter class,$(EDITION)),class,book))
+BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class gettext,$(if $(filter class,$(EDITION)),class,book))
 book: $(STAMP)
 	@case "$(EDITION)" in all|self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study or EDITION=class (the default builds both)"; exit 2;; esac
 	@test -z "$(EXECUTE)" -o "$(EDITION)" != class || { echo "EXECUTE=1 executes the self-study book's chapters; the class book (stubs, which stop a run) is always built from the stored outputs"; exit 2; }
@@ -120,20 +129,22 @@ translations: $(STAMP)
 # the slowest files start first: conftest.py's SLOWEST_FIRST); the workers share the book `make book`
 # built (reused while its stamp matches, tests/conftest.py). TEST_WORKERS=0: in one process.
 TEST_WORKERS ?= auto
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP) $(LAB_STAMP)
-	$(BIN)/ruff check lectorch tests tools grading
-	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
-	  --durations=25
+	$(BIN)/ruff check $(LINT)
+	$(BIN)/python -m pytest $(XDIST) --durations=25
 
-# The edit loop: lint, doctests and unit tests of lectorch; no book, no browser, no notebook runs
+# The edit loop, on every core as `make test` (TEST_WORKERS=0: in one process): lint, doctests and
+# unit tests of lectorch; no book (a test that asks for a built edition is marked `book` by
+# tests/conftest.py), no browser, no notebook runs
 # (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
 # chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
 NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
   test_lab.py test_gpu_box.py
 unit: $(STAMP)
-	$(BIN)/ruff check lectorch tests tools grading
+	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \
-	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
+	  $(XDIST) $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
 
 execute: $(STAMP)
 	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \

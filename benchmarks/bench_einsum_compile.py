@@ -34,11 +34,13 @@ SCORES = "batch heads seq1 hidden, batch heads seq2 hidden -> batch heads seq1 s
 MIX = "batch heads seq1 seq2, batch heads seq2 hidden -> batch heads seq1 hidden"
 
 
-def attention(
-    q: Float[Tensor, "batch heads seq1 hidden"],
-    k: Float[Tensor, "batch heads seq2 hidden"],
-    v: Float[Tensor, "batch heads seq2 hidden"],
-) -> Float[Tensor, "batch heads seq1 hidden"]:
+# jaxtyping's shapes as aliases: a shape string inside an annotation reads to ruff as a (broken)
+# forward reference (F722); in an assignment it is plain data
+Seq1 = Float[Tensor, "batch heads seq1 hidden"]
+Seq2 = Float[Tensor, "batch heads seq2 hidden"]
+
+
+def attention(q: Seq1, k: Seq2, v: Seq2) -> Seq1:
     """Softmax attention: two einsums around a scaled softmax (the function of chapter 04)."""
     scores = einsum(q, k, SCORES) / q.shape[-1] ** 0.5
     return einsum(scores.softmax(dim=-1), v, MIX)

@@ -1,9 +1,10 @@
 """Shared fixtures: the book's editions (built once, reused while their sources are unchanged),
-fresh exercise attempts, a fake clock."""
+the worker's one headless Chromium, fresh exercise attempts, a fake clock."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -11,6 +12,39 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+
+
+#: The slowest test files, slowest first (`make test --durations`, 2 cores): pytest-xdist's
+#: ``--dist loadfile --no-loadscope-reorder`` hands out files in collection order, so these start
+#: first and the quick files and the chapters (nbval) fill in after, and the workers end together.
+#: A file's tests keep their order; a name not collected is ignored.
+SLOWEST_FIRST = (
+    "tests/test_grading_attacks.py",
+    "tests/test_browser.py",
+    "tests/test_browser_panels.py",
+    "tests/test_browser_reader.py",
+    "tests/test_browser_pages.py",
+    "tests/test_student_and_grading.py",
+    "tests/test_gpu_check.py",
+    "tests/test_translation.py",
+    "tests/test_ddp.py",
+    "tests/test_checkpoint.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config, items):
+    # a test that needs a built edition is a book test (left out of `make unit`), marked or not
+    for item in items:
+        if "book_edition" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.book)
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+
+    def key(item):
+        path = item.nodeid.split("::", 1)[0]
+        return rank.get(path, len(rank))
+
+    items.sort(key=key)  # stable: the rest keep pytest's order
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +101,34 @@ def book_edition(tmp_path_factory):
 def built_book(book_edition) -> Path:
     """The reader's book: English in the returned html folder, 中文 in its zh/ (as `make book` lays them out)."""
     return book_edition("book")
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--disable-quic", "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The pytest-xdist worker's one headless Chromium (Debian's ``chromium``, installed by .ci/run),
+    started on first use and shared by every browser test the worker runs: each test opens its
+    pages in contexts of its own. Playwright's sync API allows one instance per thread, so a browser
+    test asks for this one (test_browser.py's ``browser`` returns it) and never starts its own.
+
+    Without Chromium the tests skip with a reason, unless LECTORCH_REQUIRE_BROWSER=1 (set in CI),
+    where a missing browser fails."""
+    if CHROMIUM is None:
+        if os.environ.get("LECTORCH_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed; `apt-get install chromium` to run the browser tests")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield browser
+        browser.close()
 
 
 @pytest.fixture(autouse=True)

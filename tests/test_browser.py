@@ -1,8 +1,9 @@
 """The built book in headless Chromium with the network off: pages load without console errors,
 no external URL is requested, math typesets, widgets and figures render.
 
-Needs Debian's `chromium` (installed by .ci/run). Without it the tests skip with a reason, unless
-LECTORCH_REQUIRE_BROWSER=1 (set in CI), where a missing browser fails.
+Needs Debian's `chromium` (installed by .ci/run): tests/conftest.py's ``chromium``, one per pytest-xdist
+worker. Without it the tests skip with a reason, unless LECTORCH_REQUIRE_BROWSER=1 (set in CI), where a
+missing browser fails.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import http.server
-import os
-import shutil
 import threading
 from pathlib import Path
 
@@ -19,25 +18,12 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--disable-quic", "--no-first-run",
-]
-
 
 @pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        if os.environ.get("LECTORCH_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is not installed (apt-get install chromium)")
-        pytest.skip("chromium is not installed; `apt-get install chromium` to run the browser tests")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield browser
-        browser.close()
+def browser(chromium):
+    """The worker's one headless Chromium (tests/conftest.py's ``chromium``, shared by every browser
+    test file; a missing one skips or, with LECTORCH_REQUIRE_BROWSER=1, fails)."""
+    return chromium
 
 
 @pytest.fixture(scope="module")

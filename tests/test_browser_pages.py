@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 def test_every_page_loads_offline_without_errors(browser, server, built_book):  # noqa: F811
     problems = []
-    for visit in Visit.many(browser, server, all_pages(built_book)):
+    for visit in Visit.many(browser, server, all_pages(built_book), at_once=4):  # fewer settles than 4 at once
         if visit.errors or visit.external or visit.failed:
             problems.append(f"{visit.path}: errors={visit.errors} external={visit.external} failed={visit.failed}")
     assert not problems, "\n".join(problems)

@@ -1,6 +1,7 @@
 """The reader's book in headless Chromium, both editions: navigation on a phone and a desktop, pages
 that fit the screen, translated headings that stay headings, and the language switch that keeps the
-section. One browser for the module and a few pages per test keep it cheap.
+section. The worker's one browser (tests/conftest.py) and each chapter loaded once at desktop width for
+every desktop check (``desktop_chapters``) keep it cheap.
 
 ``LECTORCH_BOOK_HTML=path/to/_build/html`` (with the Chinese edition in its ``zh/``) tests a book
 built beforehand instead of building both editions from clean.
@@ -137,22 +138,50 @@ FITS = """() => {
 }"""
 
 
+@pytest.fixture(scope="module")
+def desktop_chapters(browser, base, book):
+    """``desktop_chapters(edition)``: each chapter of the edition loaded once at 1280 px, its math
+    typeset, and what the desktop tests read of it: FITS, and for a page with predict-then-measure
+    cells whether each measurement shows (read 300 ms after the load at the earliest)."""
+    seen: dict[str, dict[str, dict]] = {}
+
+    def get(edition: str) -> dict[str, dict]:
+        if edition in seen:
+            return seen[edition]
+        context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        found = {}
+        try:
+            for path in _chapters(book, edition):
+                page.goto(f"{base}/{path}", wait_until="load")
+                page.wait_for_timeout(300)
+                page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise", timeout=10000)
+                page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+                cells = page.locator(".cell.tag_predict-measure")
+                shown = [cells.nth(i).locator(".cell_output").is_visible() for i in range(cells.count())]
+                found[path] = {"fits": page.evaluate(FITS), "measurements": shown}
+        finally:
+            context.close()
+        seen[edition] = found
+        return found
+
+    return get
+
+
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_pages_fit_a_phone_and_a_desktop(browser, base, book, edition):
+def test_pages_fit_a_phone_and_a_desktop(browser, base, book, desktop_chapters, edition):
     pages = _chapters(book, edition)
     problems, pres, scrolling = [], 0, 0
-    context = browser.new_context(viewport=DESKTOP)
+    desktop = desktop_chapters(edition)
+    assert sorted(desktop) == pages
+    for path in pages:
+        facts = desktop[path]["fits"]
+        pres, scrolling = pres + facts["pres"], scrolling + facts["scrolling"]
+        if facts["wideMath"]:
+            problems.append(f"{path}: display math wider than the column at 1280 px: {facts['wideMath']}")
+    context = browser.new_context(viewport=PHONE)
     page = context.new_page()
     try:
-        for path in pages:
-            page.goto(f"{base}/{path}", wait_until="load")
-            page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise", timeout=10000)
-            page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-            facts = page.evaluate(FITS)
-            pres, scrolling = pres + facts["pres"], scrolling + facts["scrolling"]
-            if facts["wideMath"]:
-                problems.append(f"{path}: display math wider than the column at 1280 px: {facts['wideMath']}")
-        page.set_viewport_size(PHONE)
         for path in pages:
             page.goto(f"{base}/{path}", wait_until="load")
             page.wait_for_timeout(300)
@@ -210,24 +239,12 @@ def test_every_translated_heading_renders_as_a_heading(book):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_predict_then_measure_keeps_the_measurement_collapsed(browser, base, book, edition):
+def test_predict_then_measure_keeps_the_measurement_collapsed(desktop_chapters, edition):
     """The measurement of a predict-then-measure exercise starts collapsed below its question."""
-    context = browser.new_context(viewport=DESKTOP)
-    page = context.new_page()
     found = 0
-    try:
-        for path in _chapters(book, edition):
-            if "tag_predict-measure" not in (book / path).read_text(encoding="utf-8"):
-                continue
-            page.goto(f"{base}/{path}", wait_until="load")
-            page.wait_for_timeout(300)
-            cells = page.locator(".cell.tag_predict-measure")
-            for i in range(cells.count()):
-                found += 1
-                output = cells.nth(i).locator(".cell_output")
-                assert not output.is_visible(), f"{path}: a measurement shows before the reader predicts"
-    finally:
-        context.close()
+    for path, facts in desktop_chapters(edition).items():
+        found += len(facts["measurements"])
+        assert not any(facts["measurements"]), f"{path}: a measurement shows before the reader predicts"
     assert found >= 3
 
 

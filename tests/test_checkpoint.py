@@ -272,7 +272,7 @@ class Worker:
     def __init__(self, *args: str) -> None:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.PIPE, text=True, cwd=ROOT, env=env)
         self.lines: queue.Queue = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -296,6 +296,12 @@ class Worker:
                 raise AssertionError(f"worker never printed {marker!r}; its output:\n" + "\n".join(self.seen[-30:]))
             self.seen.append(line)
 
+    def go(self) -> None:
+        """Start a worker made with --wait-for-go (it reads the checkpoint from now on)."""
+        self.wait_for("READY")
+        self.proc.stdin.write("GO\n")
+        self.proc.stdin.flush()
+
     def sigkill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
         assert self.proc.wait(timeout=30) == -signal.SIGKILL
@@ -315,14 +321,19 @@ def test_a_run_killed_three_times_ends_bit_for_bit_like_one_never_stopped(tmp_pa
     # The uninterrupted reference runs at the same time, on the other core.
     reference = Worker(str(data), str(tmp_path / "ref" / "ckpt.pt"), str(tmp_path / "ref" / "out.pt"))
 
+    # Each next process starts (imports torch) while the one before runs, and reads the checkpoint
+    # only after that one is killed (--wait-for-go).
+    run = (str(data), str(ckpt), str(tmp_path / "run" / "out.pt"))
     # Kill 1: mid-run, two steps after the checkpoint of step 5.
-    w = Worker(str(data), str(ckpt), str(tmp_path / "run" / "out.pt"), "--pause-after-step", "7")
+    w = Worker(*run, "--pause-after-step", "7")
+    following = Worker(*run, "--pause-in-save", "15", "--wait-for-go")
     w.wait_for("PAUSED")
     w.sigkill()
     assert load_checkpoint(ckpt)["step"] == 5
 
     # Kill 2: in the middle of writing step 15's checkpoint (temp file written and fsynced, not renamed).
-    w = Worker(str(data), str(ckpt), str(tmp_path / "run" / "out.pt"), "--pause-in-save", "15")
+    w, following = following, Worker(*run, "--pause-after-step", "23", "--wait-for-go")
+    w.go()
     w.wait_for("PAUSED")
     w.sigkill()
     assert load_checkpoint(ckpt)["step"] == 10  # the previous good checkpoint, intact
@@ -330,13 +341,15 @@ def test_a_run_killed_three_times_ends_bit_for_bit_like_one_never_stopped(tmp_pa
     assert len(leftovers) == 1 and leftovers[0].name.startswith(".ckpt.pt.")
 
     # Kill 3: late in the run.
-    w = Worker(str(data), str(ckpt), str(tmp_path / "run" / "out.pt"), "--pause-after-step", "23")
+    w, following = following, Worker(*run, "--wait-for-go")
+    w.go()
     w.wait_for("PAUSED")
     w.sigkill()
     assert load_checkpoint(ckpt)["step"] == 20
 
     # Resume to the end.
-    w = Worker(str(data), str(ckpt), str(tmp_path / "run" / "out.pt"))
+    w = following
+    w.go()
     w.finish()
     reference.finish()
     assert not [p for p in ckpt.parent.iterdir() if p.name.endswith(".tmp")]  # the next save cleaned up

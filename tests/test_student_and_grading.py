@@ -62,13 +62,51 @@ def test_student_edition_holds_no_grading_material(student_dir, tmp_path):
         student_edition.write_student_edition(tmp_path / "old")
 
 
+#: Run before each student notebook in the module's one kernel: a fresh kernel's user namespace
+#: and global settings (nothing a chapter defined or set stays for the next), the exercises' attempt
+#: counts cleared, the notebook's own results log.
+FRESH_START = """\
+%reset -f
+import os, matplotlib.pyplot, torch, lectorch.exercises
+matplotlib.pyplot.close("all")
+torch.set_default_dtype(torch.float32)
+torch.set_grad_enabled(True)
+torch.use_deterministic_algorithms(False)
+lectorch.exercises.reset_attempts()
+os.environ[lectorch.exercises.RESULTS_ENV] = {results!r}
+os.chdir({folder!r})
+%reset -f
+assert not [name for name in dir() if not name.startswith("_") and name not in get_ipython().user_ns_hidden], dir()
+"""
+
+
+@pytest.fixture(scope="module")
+def student_kernel(student_dir):
+    """One kernel for the module's student notebooks (torch and lectorch imported once, not once per
+    notebook); each notebook starts from FRESH_START, and a kernel that died is replaced."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(student_dir))
+    yield km
+    km.shutdown_kernel(now=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
-def test_student_notebook_runs_and_every_check_says_not_implemented(chapter, student_dir, tmp_path, monkeypatch):
-    results = tmp_path / "results.jsonl"
-    monkeypatch.setenv("LECTORCH_RESULTS", str(results))  # the student's own log (never trusted by the grader)
+def test_student_notebook_runs_and_every_check_says_not_implemented(chapter, student_dir, student_kernel, tmp_path):
+    results = tmp_path / "results.jsonl"  # the student's own log (never trusted by the grader)
     nb = nbformat.read(student_dir / chapter.name, as_version=4)
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(student_dir)}}).execute()
+    nb.cells.insert(0, nbformat.v4.new_code_cell(FRESH_START.format(results=str(results), folder=str(student_dir))))
+    if not student_kernel.is_alive():  # e.g. killed by an earlier chapter's timeout
+        student_kernel.restart_kernel(now=True)
+    client = NotebookClient(nb, km=student_kernel, timeout=180, kernel_name="python3",
+                            resources={"metadata": {"path": str(student_dir)}})
+    try:
+        client.execute()
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     expected = exercise_ids(chapter)
     assert len(expected) >= 3

@@ -67,7 +67,9 @@ def update(names: list[str] | None = None) -> None:
     ``names`` (e.g. ["chapters/06_backward_6x"]) limits the merge to those pages' catalogs.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        pot = extract(Path(tmp) / "gettext")
+        # the templates of `make book` (its gettext edition), reused while the English is unchanged;
+        # a copy, since the merge below drops some
+        pot = shutil.copytree(build_book.ensure("gettext").path, Path(tmp) / "gettext")
         shutil.rmtree(pot / "_static", ignore_errors=True)
         if names:
             for path in pot.rglob("*.pot"):
