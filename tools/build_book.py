@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -172,10 +173,27 @@ def digest(name: str, options: dict) -> str:
         h.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     # the environment's own packages (what jupyter-book runs with), whatever else is on sys.path
+    # (only the book's lock, requirements.txt: JupyterLab's extra packages, which `make test`
+    # installs after `make book`, must not make the book look stale)
     where = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
-    packages = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=where)})
+    locked = _locked_names(ROOT / "requirements.txt")
+    packages = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=where)
+                       if locked is None or _normal(d.metadata["Name"]) in locked})
     h.update("\n".join(packages).encode())
     return h.hexdigest()
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _locked_names(lock: Path) -> set[str] | None:
+    """The package names pinned in ``lock`` (``name==version`` lines), or None without one."""
+    try:
+        lines = lock.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    return {_normal(m.group(1)) for line in lines if (m := re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==", line))}
 
 
 def read_stamp(output: Path) -> dict | None:
