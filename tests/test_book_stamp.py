@@ -89,3 +89,12 @@ def test_warm_make_book_is_a_check_not_a_build(tree, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["build_book.py"])
     assert build_book.main(["--edition", "fake"]) == 0
     assert "is current" in capsys.readouterr().out and len(CALLS) == 1
+
+
+def test_a_pin_for_another_platform_installed_later_does_not_make_the_book_stale(tree, monkeypatch):
+    """JupyterLab's install (`make test` runs it after `make book`) brings cffi, which the book's
+    lock pins only for PyPy: it is not one of the book's packages here."""
+    (tree / "requirements.txt").write_text("cffi==2.1.1 ; implementation_name == 'pypy'\n"
+                                           "colorama==0.4.6 ; sys_platform == 'win32'\n"
+                                           "jinja2==3.1.6\n")
+    assert build_book._locked_names(tree / "requirements.txt") == {"jinja2"}

@@ -188,12 +188,28 @@ def _normal(name: str) -> str:
 
 
 def _locked_names(lock: Path) -> set[str] | None:
-    """The package names pinned in ``lock`` (``name==version`` lines), or None without one."""
+    r"""The package names pinned in ``lock`` (``name==version`` lines) for this machine, or None
+    without one. A pin whose marker does not hold here is left out (``cffi==2.1.1 ; implementation_name
+    == 'pypy'``): the book's install skips it, but JupyterLab's install brings it, and counting it made
+    every edition look stale once `make test` had installed JupyterLab.
+
+    >>> import tempfile; lock = Path(tempfile.mkdtemp()) / "r.txt"
+    >>> _ = lock.write_text("Jinja2==3.1.6\ncffi==2.1.1 ; implementation_name == 'pypy'\n")
+    >>> sorted(_locked_names(lock))  # on CPython
+    ['jinja2']
+    """
+    from packaging.markers import Marker
+
     try:
         lines = lock.read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    return {_normal(m.group(1)) for line in lines if (m := re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==", line))}
+    names = set()
+    for line in lines:
+        pin = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==[^;#]*(?:;([^#]*))?", line)
+        if pin and (pin.group(2) is None or Marker(pin.group(2).strip()).evaluate()):
+            names.add(_normal(pin.group(1)))
+    return names
 
 
 def read_stamp(output: Path) -> dict | None:
