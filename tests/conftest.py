@@ -107,6 +107,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--disable-quic", "--no-first-run",
+    # offline: every host name fails to resolve but the book's server (a test that routes requests
+    # also records them; chapter_tour's pages cannot route, since routing turns the HTTP cache off)
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 
 
@@ -129,6 +132,74 @@ def chromium():
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def book_server(built_book) -> str:
+    """The reader's book served on 127.0.0.1 (a free port) for the worker's browser tests: its base URL."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_book)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="session")
+def chapter_tour(chromium, book_server, built_book, tmp_path_factory):
+    """``chapter_tour(edition)``: tests/_tour.py's facts of every chapter page of the edition ("" or
+    "zh/"), {path: facts}, gathered once per run for all the pytest-xdist workers: the first worker
+    to ask visits an edition (the other edition is left to a worker that asks meanwhile) and writes
+    the facts beside the shared book; the others read them."""
+    import json
+
+    from filelock import FileLock, Timeout
+
+    import _tour
+
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # shared by the workers of this run
+    editions = ("", "zh/")
+    seen: dict[str, dict] = {}
+
+    def visit(edition: str, *, wait: bool) -> None:
+        name = f"tour-{edition.strip('/') or 'en'}"
+        facts, failed = run_dir / f"{name}.json", run_dir / f"{name}.FAILED"
+        try:
+            with FileLock(str(run_dir / f"{name}.lock"), timeout=-1 if wait else 0):
+                if failed.exists():
+                    pytest.fail(f"the visit of the {edition or 'English'} chapters failed:\n{failed.read_text()}")
+                if not facts.exists():
+                    try:
+                        found = _tour.visit_chapters(chromium, book_server, built_book, edition)
+                    except Exception:
+                        import traceback
+
+                        failed.write_text(traceback.format_exc()[-6000:])
+                        raise
+                    facts.write_text(json.dumps(found, ensure_ascii=False))
+        except Timeout:  # another worker is visiting it: read it when asked for it
+            return
+        seen[edition] = json.loads(facts.read_text())
+
+    def get(edition: str) -> dict[str, dict]:
+        if edition not in editions:
+            raise ValueError(f"edition={edition!r}: the book's editions are {editions}")
+        if not seen:  # the first call: the asked edition, then any other that no worker is visiting
+            for one in sorted(editions, key=lambda e: e != edition):
+                visit(one, wait=False)
+        if edition not in seen:
+            visit(edition, wait=True)
+        return seen[edition]
+
+    return get
 
 
 @pytest.fixture(autouse=True)

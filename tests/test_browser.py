@@ -1,5 +1,6 @@
 """The built book in headless Chromium with the network off: pages load without console errors,
-no external URL is requested, math typesets, widgets and figures render.
+no external URL is requested, math typesets, widgets and figures render (what a page shows once
+loaded comes from tests/_tour.py's one visit per chapter; a test that drives a page opens its own).
 
 Needs Debian's `chromium` (installed by .ci/run): tests/conftest.py's ``chromium``, one per pytest-xdist
 worker. Without it the tests skip with a reason, unless LECTORCH_REQUIRE_BROWSER=1 (set in CI), where a
@@ -8,10 +9,7 @@ missing browser fails.
 
 from __future__ import annotations
 
-import functools
 import json
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
@@ -27,67 +25,38 @@ def browser(chromium):
 
 
 @pytest.fixture(scope="module")
-def server(built_book: Path):
-    handler = functools.partial(_QuietHandler, directory=str(built_book))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+def server(book_server: str) -> str:
+    """The base URL of the worker's book server (tests/conftest.py's ``book_server``)."""
+    return book_server
 
 
 class Visit:
-    """One page opened offline: console errors, page errors, failed and external requests."""
+    """One page opened offline: console errors, page errors, failed and external requests.
 
-    def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000, wait: bool = True):
+    In a context of its own, or in ``context`` (pages of one context share its HTTP cache: the
+    book's scripts load once). Nothing is routed, which would turn that cache off: the browser is
+    offline (tests/conftest.py's ``--host-resolver-rules``), and a request for another host is
+    recorded in ``external``."""
+
+    def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000, context=None):
         self.path = path
         self.errors: list[str] = []
         self.external: list[str] = []
         self.failed: list[str] = []
-        self.context = browser.new_context()
-        self.context.route("**/*", self._route(base))
+        self.own_context = context is None
+        self.context = browser.new_context() if context is None else context
         self.page = self.context.new_page()
         self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
         self.page.on("pageerror", lambda err: self.errors.append(str(err)))
+        self.page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or self.external.append(req.url))
         self.page.on("requestfailed", lambda req: req.url.startswith(base) and self.failed.append(req.url))
-        # wait=False: the navigation starts and the page loads while the caller opens others (many())
-        self.page.goto(f"{base}/{path}", wait_until="load" if wait else "commit")
-        if wait:
-            self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
-
-    @classmethod
-    def many(cls, browser, base: str, paths: list[str], *, at_once: int = 4, settle_ms: int = 1000):
-        """Visit ``paths``, ``at_once`` pages loading side by side in the one browser (each in its own
-        context, as a lone Visit): yields each loaded, settled Visit and closes it after."""
-        for start in range(0, len(paths), at_once):
-            visits = [cls(browser, base, path, wait=False) for path in paths[start:start + at_once]]
-            try:
-                for visit in visits:
-                    visit.page.wait_for_load_state("load")
-                visits[-1].page.wait_for_timeout(settle_ms)  # one settle for the batch: they settle together
-                yield from visits
-            finally:
-                for visit in visits:
-                    visit.close()
-
-    def _route(self, base: str):
-        def handle(route):
-            url = route.request.url
-            if url.startswith(base) or url.startswith("data:") or url.startswith("blob:"):
-                route.continue_()
-            else:
-                self.external.append(url)
-                route.abort()
-
-        return handle
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
 
     def close(self):
-        self.context.close()
+        self.page.close()
+        if self.own_context:
+            self.context.close()
 
 
 def all_pages(built_book: Path) -> list[str]:
@@ -98,54 +67,32 @@ def chapter_pages(built_book: Path) -> list[str]:
     return sorted(p.relative_to(built_book).as_posix() for p in (built_book / "chapters").glob("[0-9][0-9]_*.html"))
 
 
-def test_every_chapter_renders_its_figures_widgets_math_and_solutions(browser, server, built_book):
+@pytest.mark.parametrize("edition", ("", "zh/"))
+def test_every_chapter_renders_its_figures_widgets_math_and_solutions(chapter_tour, edition):
     problems = []
-    # one page at a time: its waits (MathJax, widgets) have the machine to themselves
-    for path in chapter_pages(built_book):
-        visit = Visit(browser, server, path)
-        page = visit.page
-        html = (built_book / path).read_text(encoding="utf-8")
-        images = page.locator(".cell_output img")
-        try:
-            page.wait_for_selector(".cell_output img", state="attached", timeout=10000)
-        except Exception:
-            pass
-        if images.count() == 0:
+    for path, seen in chapter_tour(edition).items():
+        if seen["images"] == 0:
             problems.append(f"{path}: no figure")
-        broken = [i for i in range(images.count()) if not images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0")]
-        if broken:
-            problems.append(f"{path}: {len(broken)} figure(s) failed to load")
-        views = html.count("application/vnd.jupyter.widget-view+json")
-        panels = page.locator(".lectorch-panel").count()
-        if views == 0 and panels == 0:
+        if seen["broken"]:
+            problems.append(f"{path}: {seen['broken']} figure(s) failed to load")
+        if seen["widget_views"] == 0 and seen["panel_count"] == 0:
             problems.append(f"{path}: no widget or panel")
-        if views:
-            try:
-                page.wait_for_selector(".widget-html-content, .jupyter-widgets", timeout=15000)
-            except Exception:
-                problems.append(f"{path}: the widget manager rendered no widget")
-        if page.locator(".lectorch-panel[data-live]:not(.lp-ready)").count():
+        if seen["widget_views"] and not (seen["waited"]["widgets"] and seen["widgets"]):
+            problems.append(f"{path}: the widget manager rendered no widget")
+        if seen["unstarted"]:
             problems.append(f"{path}: a live panel did not start")
-        if 'class="math' in html:
-            try:
-                page.wait_for_selector("mjx-container", timeout=15000)
-            except Exception:
-                problems.append(f"{path}: MathJax did not typeset")
-        solutions = page.locator("div.solution.dropdown")
-        if solutions.count() < 3:
+        if seen["has_math"] and not (seen["waited"]["math"] and seen["math"]):
+            problems.append(f"{path}: MathJax did not typeset")
+        solutions = seen["solutions"]
+        if solutions["count"] < 3:
             problems.append(f"{path}: fewer than three solutions")
-        for i in range(solutions.count()):
-            body = solutions.nth(i).locator("section").first
-            if body.is_visible():
-                problems.append(f"{path}: solution {i + 1} is not hidden")
-                continue
-            solutions.nth(i).locator(".admonition-title").first.click()
-            page.wait_for_timeout(150)
-            if not body.is_visible():
-                problems.append(f"{path}: solution {i + 1} does not open on click")
-        if visit.errors or visit.external:
-            problems.append(f"{path}: errors={visit.errors} external={visit.external}")
-        visit.close()
+        for i, (hidden, opened) in enumerate(zip(solutions["hidden"], solutions["opened"]), start=1):
+            if not hidden:
+                problems.append(f"{path}: solution {i} is not hidden")
+            elif not opened:
+                problems.append(f"{path}: solution {i} does not open on click")
+        if seen["errors"] or seen["external"]:
+            problems.append(f"{path}: errors={seen['errors']} external={seen['external']}")
     assert not problems, "\n".join(problems)
 
 
@@ -243,10 +190,11 @@ def test_live_panels_agree_with_lectorch(browser, server, built_book):
     rng = random.Random(13)
     seen: dict[str, int] = {}
     problems = []
+    context = browser.new_context()  # one for the pages: the scripts load once
     for path in chapter_pages(built_book):
         if "data-live=" not in (built_book / path).read_text(encoding="utf-8"):
             continue
-        visit = Visit(browser, server, path)
+        visit = Visit(browser, server, path, settle_ms=0, context=context)
         try:
             page = visit.page
             page.wait_for_selector(".lectorch-panel.lp-ready", timeout=10000)
@@ -277,6 +225,7 @@ def test_live_panels_agree_with_lectorch(browser, server, built_book):
                 problems.append(f"{path}: errors={visit.errors} external={visit.external}")
         finally:
             visit.close()
+    context.close()
     assert not problems, "\n".join(problems[:30])
     expected = {"napkin", "tensor_bytes", "transfer", "einsum", "roofline", "backprop", "step_memory", "views"}
     assert expected <= set(seen), f"live panels not found: {expected - set(seen)}"
@@ -311,31 +260,11 @@ def test_napkin_panel_follows_its_controls(browser, server, built_book):
 #: saved at 96 dpi (lectorch.plots' PNG formatter): 8.33 × 96 / 72 px at the image's natural size.
 SMALLEST_FIGURE_TEXT_PX = 8.33 * 96 / 72
 
-#: JavaScript: what a reader sees of the GPU cells and figures of one page.
-PAGE_FACTS = """() => ({
-  gpu: Array.from(document.querySelectorAll('.cell.tag_gpu')).map(c => {
-    const m = c.querySelector('.lectorch-gpu-mark');
-    return m && m.offsetParent !== null && m.getBoundingClientRect().width > 0 ? m.innerText : ''; }),
-  figures: Array.from(document.querySelectorAll('.cell_output img:not(.lectorch-panel img)')).map(e => ({
-    alt: e.alt, w: e.getBoundingClientRect().width, nw: e.naturalWidth, fig: !!e.closest('figure'),
-    cap: (e.closest('figure') && e.closest('figure').querySelector('figcaption')
-          ? e.closest('figure').querySelector('figcaption').innerText : '')})),
-})"""
-
-
 @pytest.fixture(scope="module")
-def page_facts(browser, server, built_book) -> dict[str, dict]:
-    """Each chapter page opened once at 1280 px wide, offline: PAGE_FACTS."""
-    facts = {}
-    for path in chapter_pages(built_book):
-        visit = Visit(browser, server, path, settle_ms=0)
-        try:
-            visit.page.set_viewport_size({"width": 1280, "height": 900})
-            visit.page.wait_for_timeout(50)
-            facts[path] = visit.page.evaluate(PAGE_FACTS)
-        finally:
-            visit.close()
-    return facts
+def page_facts(chapter_tour) -> dict[str, dict]:
+    """Each English chapter page at 1280 px wide, offline: its GPU cells' marks and its figures
+    (tests/_tour.py's SEEN)."""
+    return chapter_tour("")
 
 
 #: JavaScript: the controls, note, readiness and result of every panel of a page.

@@ -1,8 +1,8 @@
 """The panels of the static book in headless Chromium, both editions: every panel shows a result
 and none is empty; measured panels switch between the results recorded when the notebook ran and
 say which machine recorded them; the computed panels accept what their text suggests; the
-Chinese edition labels them in Chinese. One browser for the module (test_browser's fixture), one
-page per chapter and edition.
+Chinese edition labels them in Chinese. What a panel shows once loaded comes from tests/_tour.py's
+one visit per chapter and edition; a test that sets controls opens its page.
 """
 
 from __future__ import annotations
@@ -25,15 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EDITIONS = test_browser_reader.EDITIONS
 PANEL_MIME = "application/vnd.lectorch.panel+json"
 
-#: JavaScript: what each panel of a page shows once its script ran.
-PANELS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p => {
-  const r = p.querySelector('.lp-result');
-  return {live: p.dataset.live || null, recorded: p.dataset.recorded || null, snapshot: !!p.dataset.snapshot,
-          ready: p.classList.contains('lp-ready'), note: (p.querySelector('.lp-note') || {}).innerText || '',
-          text: r ? r.innerText.trim() : '', drawn: r ? r.querySelectorAll('svg, img, table').length : 0,
-          error: r ? r.getAttribute('data-error') : null};
-})"""
-
 
 def _recordings() -> dict[str, dict]:
     """The recorded grids the chapters' stored outputs carry, by panel kind."""
@@ -48,17 +39,10 @@ def _recordings() -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def panels(browser, base, book) -> dict[str, list[dict]]:
-    """PANELS of every chapter page of both editions (one page each)."""
-    facts = {}
-    for edition in EDITIONS:
-        for path in test_browser_reader._chapters(book, edition):
-            context, page = test_browser_reader._open(browser, base, path, test_browser_reader.DESKTOP)
-            try:
-                facts[path] = page.evaluate(PANELS)
-            finally:
-                context.close()
-    return facts
+def panels(chapter_tour) -> dict[str, list[dict]]:
+    """What every panel of every chapter page of both editions shows once loaded (tests/_tour.py's
+    PANELS, from its one visit per page)."""
+    return {path: seen["panels"] for edition in EDITIONS for path, seen in chapter_tour(edition).items()}
 
 
 @pytest.mark.parametrize("edition", EDITIONS)

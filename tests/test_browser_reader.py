@@ -1,57 +1,42 @@
 """The reader's book in headless Chromium, both editions: navigation on a phone and a desktop, pages
 that fit the screen, translated headings that stay headings, and the language switch that keeps the
-section. The worker's one browser (tests/conftest.py) and each chapter loaded once at desktop width for
-every desktop check (``desktop_chapters``) keep it cheap.
-
-``LECTORCH_BOOK_HTML=path/to/_build/html`` (with the Chinese edition in its ``zh/``) tests a book
-built beforehand instead of building both editions from clean.
+section. The worker's one browser (tests/conftest.py) and one visit of each chapter for every check
+that only reads it (tests/_tour.py, ``desktop_chapters``) keep it cheap.
 """
 
 from __future__ import annotations
 
-import functools
 import html
-import http.server
-import os
 import re
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-import test_browser  # noqa: E402  (tests/ is on sys.path)
+import _tour  # noqa: E402  (tests/ is on sys.path)
+import test_browser  # noqa: E402
 
 browser = test_browser.browser  # the same offline browser fixture (one definition)
 
 ROOT = Path(__file__).resolve().parent.parent
-PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+PHONE, DESKTOP = _tour.PHONE, _tour.DESKTOP
 EDITIONS = ("", "zh/")
 
 
 @pytest.fixture(scope="module")
-def book(request) -> Path:
-    given = os.environ.get("LECTORCH_BOOK_HTML")
-    return Path(given) if given else request.getfixturevalue("built_book")
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+def book(built_book) -> Path:
+    return built_book
 
 
 @pytest.fixture(scope="module")
-def base(book: Path):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(book)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+def base(book_server: str) -> str:
+    """The base URL of the worker's book server (tests/conftest.py's ``book_server``)."""
+    return book_server
 
 
-def _chapters(book: Path, edition: str) -> list[str]:
-    return sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
+_chapters = _tour.chapters
 
 
 def _open(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
@@ -127,69 +112,27 @@ def test_the_language_switch_keeps_the_section(browser, base, book):
             context.close()
 
 
-FITS = """() => {
-  const pres = Array.from(document.querySelectorAll('article pre')).filter(p => p.offsetParent);
-  const eqs = Array.from(document.querySelectorAll('article mjx-container[display="true"]'));
-  const wide = eqs.filter(e => { const m = e.querySelector('mjx-math');
-                                 return m && m.getBoundingClientRect().width > e.parentElement.clientWidth + 1; });
-  return {page: document.documentElement.scrollWidth, pres: pres.length,
-          scrolling: pres.filter(p => p.scrollWidth > p.clientWidth + 1).length,
-          wideMath: wide.map(e => e.textContent.slice(0, 60))};
-}"""
-
-
 @pytest.fixture(scope="module")
-def desktop_chapters(browser, base, book):
-    """``desktop_chapters(edition)``: each chapter of the edition loaded once at 1280 px, its math
-    typeset, and what the desktop tests read of it: FITS, and for a page with predict-then-measure
-    cells whether each measurement shows (read 300 ms after the load at the earliest)."""
-    seen: dict[str, dict[str, dict]] = {}
-
-    def get(edition: str) -> dict[str, dict]:
-        if edition in seen:
-            return seen[edition]
-        context = browser.new_context(viewport=DESKTOP)
-        page = context.new_page()
-        found = {}
-        try:
-            for path in _chapters(book, edition):
-                page.goto(f"{base}/{path}", wait_until="load")
-                page.wait_for_timeout(300)
-                page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise", timeout=10000)
-                page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-                cells = page.locator(".cell.tag_predict-measure")
-                shown = [cells.nth(i).locator(".cell_output").is_visible() for i in range(cells.count())]
-                found[path] = {"fits": page.evaluate(FITS), "measurements": shown}
-        finally:
-            context.close()
-        seen[edition] = found
-        return found
-
-    return get
+def desktop_chapters(chapter_tour):
+    """``desktop_chapters(edition)``: what tests/_tour.py's one visit of each chapter read of it at
+    1280 px once its math was typeset (FITS, whether each predict-then-measure cell shows its
+    measurement 300 ms after the load) and its width once resized to 390 px."""
+    return chapter_tour
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_pages_fit_a_phone_and_a_desktop(browser, base, book, desktop_chapters, edition):
+def test_pages_fit_a_phone_and_a_desktop(book, desktop_chapters, edition):
     pages = _chapters(book, edition)
     problems, pres, scrolling = [], 0, 0
-    desktop = desktop_chapters(edition)
-    assert sorted(desktop) == pages
+    seen = desktop_chapters(edition)
+    assert sorted(seen) == pages
     for path in pages:
-        facts = desktop[path]["fits"]
+        facts = seen[path]["fits"]
         pres, scrolling = pres + facts["pres"], scrolling + facts["scrolling"]
         if facts["wideMath"]:
             problems.append(f"{path}: display math wider than the column at 1280 px: {facts['wideMath']}")
-    context = browser.new_context(viewport=PHONE)
-    page = context.new_page()
-    try:
-        for path in pages:
-            page.goto(f"{base}/{path}", wait_until="load")
-            page.wait_for_timeout(300)
-            width = page.evaluate("() => document.documentElement.scrollWidth")
-            if width > PHONE["width"]:
-                problems.append(f"{path}: {width} px wide at {PHONE['width']} px")
-    finally:
-        context.close()
+        if seen[path]["phone_width"] > PHONE["width"]:
+            problems.append(f"{path}: {seen[path]['phone_width']} px wide at {PHONE['width']} px")
     assert scrolling <= 0.10 * pres, f"{scrolling} of {pres} code blocks scroll sideways at 1280 px"
     assert not problems, "\n".join(problems)
 

@@ -68,7 +68,18 @@ def build(output: Path, *, builder: str = "html", language: str | None = None,
             "--config", str(cfg), "-n", "--keep-going", "--all", *(["-W"] if strict else []),
         ]
         cmd += ["--builder", "custom", "--custom-builder", builder] if builder == "gettext" else ["--builder", builder]
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if builder == "html" and proc.returncode == 0:
+        _name_the_icon(output / "_build" / "html" / "index.html")
+    return proc
+
+
+def _name_the_icon(redirect: Path) -> None:
+    """Give jupyter-book's redirect page (index.html, one line sending the reader to the first
+    chapter) the book's icon: without it, the browser asks for /favicon.ico and gets a 404."""
+    page = redirect.read_text(encoding="utf-8") if redirect.exists() else ""
+    if page.startswith('<meta http-equiv="Refresh"') and "rel=\"icon\"" not in page:
+        redirect.write_text('<link rel="icon" href="_static/favicon.svg" />' + page, encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------ the editions

@@ -304,6 +304,8 @@ def _config_inited(app, config) -> None:
         overrides += [(builder, PANEL_MIME, None), (builder, CHECK_MIME, None)]
     config.nb_mime_priority_overrides = overrides
     config.html_static_path = list(config.html_static_path) + [str(STATIC)]
+    # the tab's icon: without one, a browser asks every page load for /favicon.ico, a 404
+    config.html_favicon = config.html_favicon or str(STATIC / "favicon.svg")
 
 
 def _write_live_data(app) -> None:

@@ -1,0 +1,162 @@
+"""Every chapter page of one edition, opened once in headless Chromium, and all that the browser
+tests read of it: console and page errors, requests that left the book's server or failed, figures,
+widgets, math, panels, solutions, code blocks, and the width at 1280 px and at 390 px.
+
+One visit serves every test that only reads a page (tests/conftest.py's ``chapter_tour``); a test
+that drives a page (typing into a panel, tapping a button) opens its own. The pages of an edition
+share one browser context, so the book's scripts load from the HTTP cache after the first page (no
+request routing, which would turn the cache off: the browser itself is offline, conftest's
+``--host-resolver-rules``). The phone width is read after resizing the same page to 390 px
+(test_browser_reader's sidebar test loads a page on a phone).
+
+>>> facts = visit_chapters(browser, "http://127.0.0.1:8000", Path("_build/html"), "zh/")  # doctest: +SKIP
+>>> facts["zh/chapters/05_flops_mfu.html"]["phone_width"]  # doctest: +SKIP
+390
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+
+#: JavaScript: what each panel of a page shows once its script ran.
+PANELS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p => {
+  const r = p.querySelector('.lp-result');
+  return {live: p.dataset.live || null, recorded: p.dataset.recorded || null, snapshot: !!p.dataset.snapshot,
+          ready: p.classList.contains('lp-ready'), note: (p.querySelector('.lp-note') || {}).innerText || '',
+          text: r ? r.innerText.trim() : '', drawn: r ? r.querySelectorAll('svg, img, table').length : 0,
+          error: r ? r.getAttribute('data-error') : null};
+})"""
+
+#: JavaScript: the page's width, its code blocks (how many scroll sideways) and display math wider
+#: than its column.
+FITS = """() => {
+  const pres = Array.from(document.querySelectorAll('article pre')).filter(p => p.offsetParent);
+  const eqs = Array.from(document.querySelectorAll('article mjx-container[display="true"]'));
+  const wide = eqs.filter(e => { const m = e.querySelector('mjx-math');
+                                 return m && m.getBoundingClientRect().width > e.parentElement.clientWidth + 1; });
+  return {page: document.documentElement.scrollWidth, pres: pres.length,
+          scrolling: pres.filter(p => p.scrollWidth > p.clientWidth + 1).length,
+          wideMath: wide.map(e => e.textContent.slice(0, 60))};
+}"""
+
+#: JavaScript: what a reader sees of the GPU cells and figures, whether each predict-then-measure
+#: cell shows its measurement, and what rendered (figures loaded, widgets, math, live panels).
+SEEN = """() => {
+  // as Playwright's is_visible: a closed <details> hides its content with content-visibility,
+  // which a bounding box does not show
+  const shown = e => e.checkVisibility({visibilityProperty: true});
+  const images = Array.from(document.querySelectorAll('.cell_output img'));
+  return {
+    gpu: Array.from(document.querySelectorAll('.cell.tag_gpu')).map(c => {
+      const m = c.querySelector('.lectorch-gpu-mark');
+      return m && m.offsetParent !== null && m.getBoundingClientRect().width > 0 ? m.innerText : ''; }),
+    figures: Array.from(document.querySelectorAll('.cell_output img:not(.lectorch-panel img)')).map(e => ({
+      alt: e.alt, w: e.getBoundingClientRect().width, nw: e.naturalWidth, fig: !!e.closest('figure'),
+      cap: (e.closest('figure') && e.closest('figure').querySelector('figcaption')
+            ? e.closest('figure').querySelector('figcaption').innerText : '')})),
+    measurements: Array.from(document.querySelectorAll('.cell.tag_predict-measure'))
+      .map(c => { const o = c.querySelector('.cell_output'); return !!o && shown(o); }),
+    images: images.length, broken: images.filter(i => !(i.complete && i.naturalWidth > 0)).length,
+    widgets: document.querySelectorAll('.widget-html-content, .jupyter-widgets').length,
+    math: document.querySelectorAll('mjx-container').length,
+    panel_count: document.querySelectorAll('.lectorch-panel').length,
+    unstarted: document.querySelectorAll('.lectorch-panel[data-live]:not(.lp-ready)').length,
+  };
+}"""
+
+#: JavaScript: each solution's body is hidden; after a click on every title, which bodies show.
+SOLUTIONS = """async () => {
+  // as Playwright's is_visible: a closed <details> hides its content with content-visibility,
+  // which a bounding box does not show
+  const shown = e => e.checkVisibility({visibilityProperty: true});
+  const solutions = Array.from(document.querySelectorAll('div.solution.dropdown'));
+  const bodies = solutions.map(s => s.querySelector('section'));
+  const before = bodies.map(b => !!b && shown(b));
+  solutions.forEach(s => s.querySelector('.admonition-title').click());
+  await new Promise(done => setTimeout(done, 300));
+  return {count: solutions.length, hidden: before.map(b => !b), opened: bodies.map(b => !!b && shown(b))};
+}"""
+
+ALL_READY = """() => Array.from(document.querySelectorAll('.lectorch-panel[data-live], .lectorch-panel[data-recorded]'))
+  .every(p => p.classList.contains('lp-ready'))"""
+
+
+def chapters(book: Path, edition: str) -> list[str]:
+    """The chapter pages of ``edition`` ("" English, "zh/" Chinese), as paths under the book."""
+    return sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
+
+
+def _wait(page, how, *args, timeout: int) -> bool:
+    try:
+        how(*args, timeout=timeout)
+        return True
+    except Exception:  # playwright's TimeoutError: what did not come shows in the facts
+        return False
+
+
+def visit_chapter(context, base: str, book: Path, path: str) -> dict:
+    """One chapter opened at 1280 px in ``context``: the facts the tests read (see the module)."""
+    html = (book / path).read_text(encoding="utf-8")
+    errors, external, failed = [], [], []
+    page = context.new_page()
+    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or external.append(req.url))
+    page.on("requestfailed", lambda req: req.url.startswith(base) and failed.append(req.url))
+    try:
+        page.goto(f"{base}/{path}", wait_until="load")
+        waited = {"math": 'class="math' not in html or _wait(page, page.wait_for_selector, "mjx-container", timeout=15000),
+                  "widgets": "application/vnd.jupyter.widget-view+json" not in html
+                  or _wait(page, page.wait_for_selector, ".widget-html-content, .jupyter-widgets", timeout=15000),
+                  "panels": _wait(page, page.wait_for_function, ALL_READY, timeout=10000)}
+        page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        page.wait_for_timeout(300)  # deferred scripts report their errors; a measurement would have opened
+        facts = {"waited": waited, "widget_views": html.count("application/vnd.jupyter.widget-view+json"),
+                 "has_math": 'class="math' in html, "panels": page.evaluate(PANELS), "fits": page.evaluate(FITS),
+                 **page.evaluate(SEEN)}
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(200)
+        facts["phone_width"] = page.evaluate("() => document.documentElement.scrollWidth")
+        page.set_viewport_size(DESKTOP)
+        facts["solutions"] = page.evaluate(SOLUTIONS)
+    finally:
+        page.close()
+    return {**facts, "errors": errors, "external": external, "failed": failed}
+
+
+def visit_chapters(browser, base: str, book: Path, edition: str) -> dict[str, dict]:
+    """Every chapter of ``edition``, one after another in one context: {path: visit_chapter's facts}."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        return {path: visit_chapter(context, base, book, path) for path in chapters(book, edition)}
+    finally:
+        context.close()
+
+
+def visit_pages(browser, base: str, paths: list[str], *, at_once: int = 4, settle_ms: int = 1000) -> dict[str, dict]:
+    """Pages that only have to load: ``at_once`` side by side in one context, each settled
+    ``settle_ms`` after the batch loaded: {path: {"errors", "external", "failed"}}."""
+    found = {}
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        for start in range(0, len(paths), at_once):
+            batch = {}
+            for path in paths[start:start + at_once]:
+                seen = found[path] = {"errors": [], "external": [], "failed": []}
+                page = batch[path] = context.new_page()
+                page.on("console", lambda msg, seen=seen: msg.type == "error" and seen["errors"].append(msg.text))
+                page.on("pageerror", lambda err, seen=seen: seen["errors"].append(str(err)))
+                page.on("request", lambda req, seen=seen: req.url.startswith((base, "data:", "blob:"))
+                        or seen["external"].append(req.url))
+                page.on("requestfailed", lambda req, seen=seen: req.url.startswith(base) and seen["failed"].append(req.url))
+                page.goto(f"{base}/{path}", wait_until="commit")  # the others start loading meanwhile
+            for page in batch.values():
+                page.wait_for_load_state("load")
+            page.wait_for_timeout(settle_ms)  # deferred scripts report their errors
+            for page in batch.values():
+                page.close()
+    finally:
+        context.close()
+    return found
