@@ -75,7 +75,7 @@ SOLUTIONS = """async () => {
   const bodies = solutions.map(s => s.querySelector('section'));
   const before = bodies.map(b => !!b && shown(b));
   solutions.forEach(s => s.querySelector('.admonition-title').click());
-  await new Promise(done => setTimeout(done, 300));
+  await new Promise(done => setTimeout(done, 50));  // sphinx-togglebutton opens on the click itself
   return {count: solutions.length, hidden: before.map(b => !b), opened: bodies.map(b => !!b && shown(b))};
 }"""
 
@@ -104,7 +104,8 @@ def visit_chapter(context, base: str, book: Path, path: str) -> dict:
     page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or external.append(req.url))
-    page.on("requestfailed", lambda req: req.url.startswith(base) and failed.append(req.url))
+    page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
+            and failed.append(req.url))  # ERR_ABORTED: cancelled by the page's own navigation (a redirect)
     try:
         page.goto(f"{base}/{path}", wait_until="load")
         waited = {"math": 'class="math' not in html or _wait(page, page.wait_for_selector, "mjx-container", timeout=15000),
@@ -116,8 +117,7 @@ def visit_chapter(context, base: str, book: Path, path: str) -> dict:
         facts = {"waited": waited, "widget_views": html.count("application/vnd.jupyter.widget-view+json"),
                  "has_math": 'class="math' in html, "panels": page.evaluate(PANELS), "fits": page.evaluate(FITS),
                  **page.evaluate(SEEN)}
-        page.set_viewport_size(PHONE)
-        page.wait_for_timeout(200)
+        page.set_viewport_size(PHONE)  # reading the width lays the page out at 390 px
         facts["phone_width"] = page.evaluate("() => document.documentElement.scrollWidth")
         page.set_viewport_size(DESKTOP)
         facts["solutions"] = page.evaluate(SOLUTIONS)
@@ -135,7 +135,7 @@ def visit_chapters(browser, base: str, book: Path, edition: str) -> dict[str, di
         context.close()
 
 
-def visit_pages(browser, base: str, paths: list[str], *, at_once: int = 4, settle_ms: int = 1000) -> dict[str, dict]:
+def visit_pages(browser, base: str, paths: list[str], *, at_once: int = 4, settle_ms: int = 500) -> dict[str, dict]:
     """Pages that only have to load: ``at_once`` side by side in one context, each settled
     ``settle_ms`` after the batch loaded: {path: {"errors", "external", "failed"}}."""
     found = {}
@@ -150,7 +150,8 @@ def visit_pages(browser, base: str, paths: list[str], *, at_once: int = 4, settl
                 page.on("pageerror", lambda err, seen=seen: seen["errors"].append(str(err)))
                 page.on("request", lambda req, seen=seen: req.url.startswith((base, "data:", "blob:"))
                         or seen["external"].append(req.url))
-                page.on("requestfailed", lambda req, seen=seen: req.url.startswith(base) and seen["failed"].append(req.url))
+                page.on("requestfailed", lambda req, seen=seen: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
+                        and seen["failed"].append(req.url))
                 page.goto(f"{base}/{path}", wait_until="commit")  # the others start loading meanwhile
             for page in batch.values():
                 page.wait_for_load_state("load")

@@ -49,7 +49,8 @@ class Visit:
         self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
         self.page.on("pageerror", lambda err: self.errors.append(str(err)))
         self.page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or self.external.append(req.url))
-        self.page.on("requestfailed", lambda req: req.url.startswith(base) and self.failed.append(req.url))
+        self.page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
+                     and self.failed.append(req.url))  # ERR_ABORTED: cancelled by the page's own navigation
         self.page.goto(f"{base}/{path}", wait_until="load")
         self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
 
