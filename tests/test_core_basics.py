@@ -88,3 +88,39 @@ def test_cruncher_parameter_count():
         model(torch.ones(2, 16))
     with pytest.raises(ValueError, match="num_layers"):
         Cruncher(dim=4, num_layers=0)
+
+
+@pytest.mark.parametrize("display", [True, False])
+def test_glue_writes_what_myst_nb_glue_writes(monkeypatch, display):
+    """lectorch.glue writes myst-nb's glue output itself (importing myst_nb.ext.glue costs a kernel
+    about two seconds): the same display call as myst_nb.glue, for each kind of value."""
+    import IPython.display
+    import myst_nb.ext.glue as myst_glue
+
+    from lectorch import _glue, glue
+
+    calls = {"myst": [], "lectorch": []}
+    monkeypatch.setattr(myst_glue, "ipy_display", lambda *a, **k: calls["myst"].append((a, k)))
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: calls["lectorch"].append((a, k)))
+    for value in (42, 3.5e9, "6ND", [1, 2]):
+        myst_glue.glue("x", value, display=display)
+        glue("x", value, display=display)
+    assert calls["lectorch"] == calls["myst"] and len(calls["myst"]) == 4
+    assert _glue.GLUE_PREFIX == myst_glue.GLUE_PREFIX
+
+
+def test_glue_is_silent_without_myst_nb(monkeypatch):
+    import importlib.util
+
+    import IPython.display
+
+    from lectorch import glue
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(a))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "myst_nb" else real(name, *a))
+    glue("x", 42, display=False)
+    assert shown == []
+    with pytest.raises(TypeError, match="non-empty str"):
+        glue("", 1)

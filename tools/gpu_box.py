@@ -113,6 +113,7 @@ for info in pkgutil.walk_packages(lectorch.__path__, "lectorch."):
 import matplotlib.pyplot as plt
 plt.figure(); plt.plot([0, 1]); plt.savefig(__import__("io").BytesIO(), format="png")
 lectorch.glue("guard", 1, display=False)
+importlib.import_module("myst_nb")  # lectorch.glue writes only where myst-nb is installed: it looks, not imports
 dists = md.packages_distributions()
 stdlib = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
 found = {}
