@@ -125,9 +125,10 @@ translations: $(STAMP)
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py status
 
-# On every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures run once;
-# the slowest files start first: conftest.py's SLOWEST_FIRST); the workers share the book `make book`
-# built (reused while its stamp matches, tests/conftest.py). TEST_WORKERS=0: in one process.
+# On every core and one worker more (pytest-xdist; -n auto: conftest.py's pytest_xdist_auto_num_workers;
+# a file's tests stay on one worker, so its module fixtures run once; the slowest files start first:
+# conftest.py's SLOWEST_FIRST); the workers share the book `make book` built (reused while its stamp
+# matches, tests/conftest.py). TEST_WORKERS=N: N workers; TEST_WORKERS=0: in one process.
 TEST_WORKERS ?= auto
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP) $(LAB_STAMP)

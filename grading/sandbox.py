@@ -210,11 +210,25 @@ def _owner_mark() -> str:
     return f"{os.getpid()} {_start_time(os.getpid())}"
 
 
+#: every sandbox folder this grader made and has not finished removing (for :func:`abort_all`): a
+#: folder leaves _LIVE before its removal starts, and the removal takes its marker early
+_FOLDERS: set[Path] = set()
+
+
 def make_folder(workdir: Path | None = None) -> Path:
     """A new sandbox folder in ``workdir`` (default: the temporary folder), marked as this grader's."""
-    box = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=workdir))
+    with _LIVE_LOCK:  # registered before it exists: a signal cannot fall between the two
+        box = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=workdir))
+        _FOLDERS.add(box)
     (box / MARKER).write_text(_owner_mark(), encoding="ascii")
     return box
+
+
+def remove_folder(box: Path) -> None:
+    """Remove a folder :func:`make_folder` made (and forget it once it is gone)."""
+    remove_tree(box)
+    with _LIVE_LOCK:
+        _FOLDERS.discard(box)
 
 
 def remove_stale_folders(workdir: Path | None = None) -> list[Path]:
@@ -255,8 +269,9 @@ def abort_all() -> None:
     """Kill every running sandbox and remove its cgroup and folder (the grader is being stopped).
 
     Waits for each sandbox's processes to be gone before removing its folder (a dying process can
-    still write into it), and then sweeps the folders' parents for any folder this grader marked
-    but had not registered yet (a signal between the two)."""
+    still write into it); removes every folder this grader made and has not finished removing
+    (one a worker thread is removing too: for up to 10 s, until it is gone); then sweeps the
+    folders' parents for any other folder carrying this grader's marker."""
     with _LIVE_LOCK:
         live = list(_LIVE.values())
     for proc, group, box in live:
@@ -271,6 +286,17 @@ def abort_all() -> None:
         with contextlib.suppress(Exception):
             if group is not None:
                 group.remove()
+    with _LIVE_LOCK:
+        made = set(_FOLDERS)
+    deadline = time.monotonic() + 10.0  # a worker thread may be removing one meanwhile: until none is left
+    while made and time.monotonic() < deadline:
+        for box in list(made):
+            with contextlib.suppress(OSError):
+                remove_tree(box)
+            if not os.path.lexists(box):
+                made.discard(box)
+        if made:
+            time.sleep(0.05)
     mine = _owner_mark()
     parents = {Path(box).parent for _, _, box in live} | {Path(tempfile.gettempdir())}
     for parent in parents:
@@ -483,7 +509,7 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
                 problems.append("a process of its cgroup would not die")
         except Exception as err:  # noqa: BLE001 - recorded; the grades stand
             problems.append(f"killing: {type(err).__name__}: {err}")
-        for what, step in (("its cgroup", group.remove if group is not None else None), ("its folder", lambda: remove_tree(box))):
+        for what, step in (("its cgroup", group.remove if group is not None else None), ("its folder", lambda: remove_folder(box))):
             if step is None:
                 continue
             try:

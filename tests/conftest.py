@@ -14,37 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-#: The slowest test files, slowest first (`make test --durations`, 2 cores): pytest-xdist's
-#: ``--dist loadfile --no-loadscope-reorder`` hands out files in collection order, so these start
-#: first and the quick files and the chapters (nbval) fill in after, and the workers end together.
-#: A file's tests keep their order; a name not collected is ignored.
-SLOWEST_FIRST = (
-    "tests/test_grading_attacks.py",
-    "tests/test_browser.py",
-    "tests/test_browser_panels.py",
-    "tests/test_browser_reader.py",
-    "tests/test_browser_pages.py",
-    "tests/test_student_and_grading.py",
-    "tests/test_gpu_check.py",
-    "tests/test_translation.py",
-    "tests/test_ddp.py",
-    "tests/test_checkpoint.py",
-)
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
     # a test that needs a built edition is a book test (left out of `make unit`), marked or not
     for item in items:
         if "book_edition" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.book)
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-
-    def key(item):
-        path = item.nodeid.split("::", 1)[0]
-        return rank.get(path, len(rank))
-
-    items.sort(key=key)  # stable: the rest keep pytest's order
 
 
 @pytest.fixture(scope="session")

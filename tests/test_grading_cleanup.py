@@ -66,6 +66,21 @@ def test_stopping_removes_this_graders_folders_even_unregistered_ones(tmp_path, 
     assert not mine.exists() and other.is_dir()
 
 
+def test_stopping_removes_a_folder_whose_removal_had_started(tmp_path, monkeypatch):
+    """A worker thread removing its sandbox's folder when SIGTERM comes has already taken the marker
+    (and the rest is cut short by the exit): abort_all still knows the folder as this grader's."""
+    monkeypatch.setattr(sandbox.tempfile, "gettempdir", lambda: str(tmp_path))
+    box = sandbox.make_folder(tmp_path)
+    (box / "out").mkdir()
+    (box / "out" / "answer.pt").write_bytes(b"x")
+    (box / sandbox.MARKER).unlink()  # the removal's first steps
+    sandbox.abort_all()
+    assert not box.exists()
+    gone = sandbox.make_folder(tmp_path)
+    sandbox.remove_folder(gone)  # removed in full: forgotten
+    assert gone not in sandbox._FOLDERS and not gone.exists()
+
+
 def test_a_folder_of_another_user_is_left_alone(tmp_path, monkeypatch):
     stale = _folder_of_a_killed_grader(tmp_path)
     monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)
