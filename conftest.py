@@ -69,6 +69,7 @@ SLOWEST_FIRST = [  # summed durations of a quiet `make test` on 2 cores (pytest 
 ]
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without pytest-xdist (-p no:xdist) does not know the hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """Workers for ``-n auto`` (`make test`): one more than the cores, as memory allows (2 GiB each:
     a worker, its Chromium and its kernels). Many tests wait (a browser's page, a grader's stalled
