@@ -83,6 +83,19 @@ ALL_READY = """() => Array.from(document.querySelectorAll('.lectorch-panel[data-
   .every(p => p.classList.contains('lp-ready'))"""
 
 
+def watch(page, base: str) -> dict[str, list[str]]:
+    """What goes wrong on ``page`` from now on: console and page errors, requests for another host
+    than ``base`` (the browser is offline: they fail), requests to ``base`` that fail. A request
+    cancelled by the page's own navigation (net::ERR_ABORTED, a redirect) is not a failure."""
+    seen = {"errors": [], "external": [], "failed": []}
+    page.on("console", lambda msg: msg.type == "error" and seen["errors"].append(msg.text))
+    page.on("pageerror", lambda err: seen["errors"].append(str(err)))
+    page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or seen["external"].append(req.url))
+    page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
+            and seen["failed"].append(req.url))
+    return seen
+
+
 def chapters(book: Path, edition: str) -> list[str]:
     """The chapter pages of ``edition`` ("" English, "zh/" Chinese), as paths under the book."""
     return sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
@@ -99,13 +112,8 @@ def _wait(page, how, *args, timeout: int) -> bool:
 def visit_chapter(context, base: str, book: Path, path: str) -> dict:
     """One chapter opened at 1280 px in ``context``: the facts the tests read (see the module)."""
     html = (book / path).read_text(encoding="utf-8")
-    errors, external, failed = [], [], []
     page = context.new_page()
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or external.append(req.url))
-    page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
-            and failed.append(req.url))  # ERR_ABORTED: cancelled by the page's own navigation (a redirect)
+    seen = watch(page, base)
     try:
         page.goto(f"{base}/{path}", wait_until="load")
         waited = {"math": 'class="math' not in html or _wait(page, page.wait_for_selector, "mjx-container", timeout=15000),
@@ -123,7 +131,7 @@ def visit_chapter(context, base: str, book: Path, path: str) -> dict:
         facts["solutions"] = page.evaluate(SOLUTIONS)
     finally:
         page.close()
-    return {**facts, "errors": errors, "external": external, "failed": failed}
+    return {**facts, **seen}
 
 
 def visit_chapters(browser, base: str, book: Path, edition: str) -> dict[str, dict]:
@@ -144,14 +152,8 @@ def visit_pages(browser, base: str, paths: list[str], *, at_once: int = 4, settl
         for start in range(0, len(paths), at_once):
             batch = {}
             for path in paths[start:start + at_once]:
-                seen = found[path] = {"errors": [], "external": [], "failed": []}
                 page = batch[path] = context.new_page()
-                page.on("console", lambda msg, seen=seen: msg.type == "error" and seen["errors"].append(msg.text))
-                page.on("pageerror", lambda err, seen=seen: seen["errors"].append(str(err)))
-                page.on("request", lambda req, seen=seen: req.url.startswith((base, "data:", "blob:"))
-                        or seen["external"].append(req.url))
-                page.on("requestfailed", lambda req, seen=seen: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
-                        and seen["failed"].append(req.url))
+                found[path] = watch(page, base)
                 page.goto(f"{base}/{path}", wait_until="commit")  # the others start loading meanwhile
             for page in batch.values():
                 page.wait_for_load_state("load")

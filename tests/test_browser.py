@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import _tour  # tests/ is on sys.path
+
 pytestmark = pytest.mark.browser
 
 
@@ -40,17 +42,11 @@ class Visit:
 
     def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000, context=None):
         self.path = path
-        self.errors: list[str] = []
-        self.external: list[str] = []
-        self.failed: list[str] = []
         self.own_context = context is None
         self.context = browser.new_context() if context is None else context
         self.page = self.context.new_page()
-        self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
-        self.page.on("pageerror", lambda err: self.errors.append(str(err)))
-        self.page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or self.external.append(req.url))
-        self.page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
-                     and self.failed.append(req.url))  # ERR_ABORTED: cancelled by the page's own navigation
+        seen = _tour.watch(self.page, base)
+        self.errors, self.external, self.failed = seen["errors"], seen["external"], seen["failed"]
         self.page.goto(f"{base}/{path}", wait_until="load")
         self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
 
@@ -65,7 +61,7 @@ def all_pages(built_book: Path) -> list[str]:
 
 
 def chapter_pages(built_book: Path) -> list[str]:
-    return sorted(p.relative_to(built_book).as_posix() for p in (built_book / "chapters").glob("[0-9][0-9]_*.html"))
+    return _tour.chapters(built_book, "")
 
 
 @pytest.mark.parametrize("edition", ("", "zh/"))

@@ -1,7 +1,7 @@
 """The reader's book in headless Chromium, both editions: navigation on a phone and a desktop, pages
 that fit the screen, translated headings that stay headings, and the language switch that keeps the
 section. The worker's one browser (tests/conftest.py) and one visit of each chapter for every check
-that only reads it (tests/_tour.py, ``desktop_chapters``) keep it cheap.
+that only reads it (tests/_tour.py, conftest's ``chapter_tour``) keep it cheap.
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ _chapters = _tour.chapters
 
 def _open(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
     context = browser.new_context(viewport=viewport, has_touch=touch, is_mobile=touch)
-    # offline: only the book's own server
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
+    # offline: the browser resolves no host but 127.0.0.1 (tests/conftest.py's CHROMIUM_FLAGS)
     page = context.new_page()
     page.goto(f"{base}/{path}", wait_until="load")
     page.wait_for_timeout(500)
@@ -112,19 +111,11 @@ def test_the_language_switch_keeps_the_section(browser, base, book):
             context.close()
 
 
-@pytest.fixture(scope="module")
-def desktop_chapters(chapter_tour):
-    """``desktop_chapters(edition)``: what tests/_tour.py's one visit of each chapter read of it at
-    1280 px once its math was typeset (FITS, whether each predict-then-measure cell shows its
-    measurement 300 ms after the load) and its width once resized to 390 px."""
-    return chapter_tour
-
-
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_pages_fit_a_phone_and_a_desktop(book, desktop_chapters, edition):
+def test_pages_fit_a_phone_and_a_desktop(book, chapter_tour, edition):
     pages = _chapters(book, edition)
     problems, pres, scrolling = [], 0, 0
-    seen = desktop_chapters(edition)
+    seen = chapter_tour(edition)  # FITS at 1280 px once the math is typeset; the width resized to 390 px
     assert sorted(seen) == pages
     for path in pages:
         facts = seen[path]["fits"]
@@ -182,10 +173,10 @@ def test_every_translated_heading_renders_as_a_heading(book):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_predict_then_measure_keeps_the_measurement_collapsed(desktop_chapters, edition):
+def test_predict_then_measure_keeps_the_measurement_collapsed(chapter_tour, edition):
     """The measurement of a predict-then-measure exercise starts collapsed below its question."""
     found = 0
-    for path, facts in desktop_chapters(edition).items():
+    for path, facts in chapter_tour(edition).items():  # read 300 ms after the load at the earliest
         found += len(facts["measurements"])
         assert not any(facts["measurements"]), f"{path}: a measurement shows before the reader predicts"
     assert found >= 3
