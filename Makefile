@@ -137,7 +137,8 @@ test: $(STAMP) $(LAB_STAMP)
 
 # The edit loop, on every core as `make test` (TEST_WORKERS=0: in one process): lint, doctests and
 # unit tests of lectorch; no book (a test that asks for a built edition is marked `book` by
-# tests/conftest.py), no browser, no notebook runs
+# tests/conftest.py), no browser, no notebook runs, none of the tests marked `slow` (runs of many torch
+# processes: a run killed three times, DDP, the grading CLI's shards and stops)
 # (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
 # chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
 NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \

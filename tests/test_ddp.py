@@ -27,6 +27,7 @@ def cli_args(config: dict) -> list[str]:
 
 
 @pytest.mark.skipif(not (dist.is_available() and dist.is_gloo_available()), reason="torch.distributed with gloo needed")
+@pytest.mark.slow  # two torch processes and a reference: `make test`, not `make unit`
 def test_two_processes_match_one_on_the_same_global_batch(tmp_path):
     data = tmp_path / "tokens.bin"
     write_tokens(data, markov_tokens(3000, 16, seed=0))

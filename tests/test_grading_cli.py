@@ -29,6 +29,7 @@ def course(tmp_path_factory):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts graders that start sandboxed kernels: `make test`, not `make unit`
 def test_the_cli_survives_the_death_of_its_parent_and_writes_table_and_json_that_agree(course, tmp_path):
     subs = tmp_path / "subs"
     for name, nb in {"alice": honest(), "bob": cheat(), "carol": honest("import time\ntime.sleep(1)")}.items():
@@ -63,6 +64,7 @@ def test_the_cli_survives_the_death_of_its_parent_and_writes_table_and_json_that
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts graders that start sandboxed kernels: `make test`, not `make unit`
 def test_a_stopped_run_keeps_every_grade_decided_so_far_and_leaves_nothing(course, tmp_path):
     subs = tmp_path / "subs"
     for name, nb in {"alice": honest(), "bob": honest(), "carol": notebook(FAKE, VALUE_OK, CHECK_VALUE, STALL)}.items():
@@ -101,6 +103,7 @@ def _small_class(subs: Path) -> None:
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts graders that start sandboxed kernels: `make test`, not `make unit`
 def test_four_shards_merged_equal_one_run(course, tmp_path):
     subs = tmp_path / "subs"
     _small_class(subs)
