@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import ast
 import json
 import sys
 import sysconfig
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from source_imports import imports, python_of_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ["00_napkin_math"]
@@ -144,41 +144,15 @@ def test_chapter_runs_in_a_bare_venv(bare_kernel: Path, stem: str, tmp_path: Pat
     print(f"{stem}: {time.perf_counter() - start:.1f} s in the bare venv")
 
 
-def _imported_names(source: str) -> set[str]:
-    """The top-level modules ``source`` imports anywhere, except inside ``try: … except ImportError``
-    (an optional import, e.g. myst-nb in lectorch._glue)."""
-    tree = ast.parse(source)
-    optional = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(
-                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError") for h in node.handlers):
-            optional |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    names = set()
-    for node in ast.walk(tree):
-        if id(node) in optional:
-            continue
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def _code_of(cell_source: str) -> str:
-    """A notebook cell's Python, its magics and shell lines turned into ``pass``."""
-    return "\n".join(line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-                     for line in cell_source.splitlines())
-
-
 def test_every_module_lectorch_and_the_chapters_import_is_in_the_bare_venv(bare_kernel: Path, tmp_path: Path):
     names = set()
     for path in (ROOT / "lectorch").rglob("*.py"):
-        names |= _imported_names(path.read_text(encoding="utf-8"))
+        names |= imports(path.read_text(encoding="utf-8"), optional=False)
     for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "code":
-                names |= _imported_names(_code_of(cell.source))
-    third_party = sorted(names - set(sys.stdlib_module_names) - {"__future__"})
+                names |= imports(python_of_cell(cell.source), optional=False)
+    third_party = sorted({name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"__future__"})
     assert {"lectorch", "torch", "matplotlib"} <= set(third_party), third_party
     python = json.loads((bare_kernel / "kernels" / "lectorch-bare" / "kernel.json").read_text())["argv"][0]
     probe = ("import importlib, sys\nmissing = []\nfor name in sys.argv[1:]:\n    try:\n"

@@ -345,3 +345,16 @@ def test_hidden_cases_pass_with_the_reference_and_fail_a_wrong_variant(exercise_
             continue
         assert outcome == "returned", got
         assert compare(ex_, got, case.expected) is None, case.description
+
+
+def test_the_page_and_the_checker_state_the_tolerance_the_checker_uses():
+    """RESUME_TOL is the one source; ch09's exercise text and the checker's summary quote it."""
+    import json
+    import re
+    from pathlib import Path
+
+    page = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "09_training_loop.ipynb").read_text())
+    exercise = next("".join(c["source"]) for c in page["cells"] if ":label: ex-train-resume" in "".join(c["source"]))
+    for text in (exercise, get_exercise("train-resume").summary):
+        stated = re.findall(r"within (\d(?:\.\d+)?e-\d+)", text)
+        assert stated and all(float(s) == ex.RESUME_TOL for s in stated), (stated, ex.RESUME_TOL)

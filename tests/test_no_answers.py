@@ -273,7 +273,9 @@ def ratio_findings(numbers: dict, secrets: dict, pages: dict) -> list[tuple]:
         if not _worth_scanning(e) or ex_id not in pages or not longs:
             continue
         for p in pages[ex_id]:
-            for name, derived in (("×", xs * p), ("÷", xs / p), ("into", p / xs)):
+            with np.errstate(over="ignore", divide="ignore"):  # a product past 1e308 is inf: no answer, not a warning
+                derived_values = (("×", xs * p), ("÷", xs / p), ("into", p / xs))
+            for name, derived in derived_values:
                 for i in np.flatnonzero(np.abs(derived - e) <= tol * e):
                     found.append((ex_id, f"{longs[i][0]:.10g} {name} {p:g}", longs[i][2]))
     return found

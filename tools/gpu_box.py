@@ -18,7 +18,6 @@ True
 from __future__ import annotations
 
 import argparse
-import ast
 import functools
 import json
 import os
@@ -27,6 +26,8 @@ import re
 import subprocess
 import sys
 import tempfile
+
+from source_imports import imports, python_of_cell
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HERE = ROOT / "tools" / "gpu_box"
@@ -143,21 +144,14 @@ def imported_modules() -> list[str]:
     for nb in sorted(ROOT.glob("chapters/**/*.ipynb")):
         for cell in json.loads(nb.read_text())["cells"]:
             if cell["cell_type"] == "code":
-                src = "".join(cell["source"])
-                sources.append("\n".join(re.sub(r"^(\s*)[%!].*", r"\1pass", line) for line in src.splitlines()))
+                sources.append(python_of_cell("".join(cell["source"])))
     sys.path.insert(0, str(ROOT / "tools"))
     import gpu_check
 
     files = [ROOT / f for f in gpu_check.CUDA_TEST_FILES] + [ROOT / "conftest.py", ROOT / "benchmarks" /
                                                              "bench_matmul.py", ROOT / "tools" / "gpu_check_capture.py"]
     sources += [f.read_text() for f in files if f.exists()]
-    names = set()
-    for src in sources:
-        for node in ast.walk(ast.parse(src)):
-            if isinstance(node, ast.Import):
-                names |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module)
+    names = set().union(*map(imports, sources))  # optional imports too: the box must have them all
     # what gpu_check's pytest runs load (-p …) and the kernel nbval starts
     names |= {"pytest", "nbval.plugin", "pytest_timeout", "_hypothesis_pytestplugin", "ipykernel.kernelapp",
               "ipykernel.ipkernel", "nbclient", "jupyter_client", "matplotlib_inline.backend_inline"}
