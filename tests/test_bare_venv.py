@@ -113,9 +113,17 @@ def bare_kernel(tmp_path_factory):
                 (links / path.name).symlink_to(path)
     (site / "linked.pth").write_text(f"{links}\n")
 
+    # the lock as constraints, its torch pin the torch linked here: `make install` may have taken PyPI's
+    # build of the pinned version (2.13.0+cu130 for 2.13.0+cpu, tools/lock.py), which the pin refuses
+    from importlib import metadata
+
+    pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if not line.lower().startswith("torch==")]
+    constraints = tmp / "constraints.txt"
+    constraints.write_text("\n".join([*pins, f"torch=={metadata.version('torch')}"]) + "\n")
     # this environment's pip installs into the bare venv (pip --python): no pip inside it to set up
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
-          "-c", str(ROOT / "requirements.txt"), str(wheel)])
+          "-c", str(constraints), str(wheel)])
     probe = _run([str(python), "-c", "import importlib.util as u; print([m for m in ('myst_nb', 'sphinx', "
                   "'jupyter_book', 'nbval') if u.find_spec(m)])"], cwd=tmp)
     assert probe.stdout.strip() == "[]", f"the bare venv has book tooling: {probe.stdout}"
