@@ -538,7 +538,11 @@ def _read_report(ran: Ran, limits: Limits) -> None:
         ran.detail = f"stopped after {limits.timeout_s:g} s (an endless loop?); later cells did not run"
     elif not report.get("collected"):
         ran.outcome = "crashed"
-        reason = report.get("crashed") or ("its kernel died" if report.get("kernel_died") else
+        # a kernel refused memory by RLIMIT_DATA (e.g. a CUDA build of torch starting under 1 GiB) dies
+        # without an OOM kill to count: the limit is named so that an instructor can tell
+        died = (f"its kernel died: a crash, or memory refused under the {limits.memory_bytes / 2**30:g} GiB "
+                "limit, set by grade's --memory-gb")
+        reason = report.get("crashed") or (died if report.get("kernel_died") else
                                            "its processes were killed: did it kill its own kernel?")
         ran.detail = f"the notebook stopped before all its answers were collected ({reason})"
 

@@ -193,6 +193,8 @@ def _attacks(course: dict, subs: Path, results: Path) -> dict[str, nbformat.Note
             "except OSError:\n"
             "    pass\n"
             "assert n < 5000"),
+        # a kernel that dies by itself (as one refused memory by RLIMIT_DATA does: no OOM kill to count)
+        "aborts": notebook(FAKE, VALUE_OK, CHECK_VALUE, "import os\nos.abort()", FUNC_OK, CHECK_FUNC),
         "memory_hog": notebook(FAKE, VALUE_OK, CHECK_VALUE,
                                "hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))", FUNC_OK, CHECK_FUNC),
         "deleted_check": notebook(FAKE, VALUE_OK, FUNC_OK, 'lectorch.check("quiz-scale-renamed", scale)'),
@@ -346,6 +348,8 @@ def test_killers_crashes_and_stalls_do_not_stop_the_run(attack_run):
     assert status[("killer", "quiz-scale")] == "not reached"          # it killed its own kernel
     assert status[("z_later", "quiz-scale")] == "passed"               # and the run went on
     assert status[("not_json", "quiz-bytes")] == "not reached" and runs["not_json"].outcome == "invalid"
+    assert status[("aborts", "quiz-bytes")] == "passed" and status[("aborts", "quiz-scale")] == "not reached"
+    assert f"its kernel died: a crash, or memory refused under the {LIMIT_GIB:g} GiB limit" in runs["aborts"].detail
     assert status[("memory_hog", "quiz-bytes")] == "passed"           # graded up to the hog
     assert status[("memory_hog", "quiz-scale")] == "passed"           # MemoryError, and it went on
     for who in ("stall", "loops"):                                      # graded up to the stall
