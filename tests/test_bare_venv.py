@@ -20,6 +20,7 @@ import json
 import sys
 import sysconfig
 import time
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -115,8 +116,6 @@ def bare_kernel(tmp_path_factory):
 
     # the lock as constraints, its torch pin the torch linked here: `make install` may have taken PyPI's
     # build of the pinned version (2.13.0+cu130 for 2.13.0+cpu, tools/lock.py), which the pin refuses
-    from importlib import metadata
-
     pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
             if not line.lower().startswith("torch==")]
     constraints = tmp / "constraints.txt"

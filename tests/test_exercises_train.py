@@ -3,10 +3,13 @@ the feedback never gives the answer away, and the grading data agree with the pa
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
+import re
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -349,10 +352,6 @@ def test_hidden_cases_pass_with_the_reference_and_fail_a_wrong_variant(exercise_
 
 def test_the_page_and_the_checker_state_the_tolerance_the_checker_uses():
     """RESUME_TOL is the one source; ch09's exercise text and the checker's summary quote it."""
-    import json
-    import re
-    from pathlib import Path
-
     page = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "09_training_loop.ipynb").read_text())
     exercise = next("".join(c["source"]) for c in page["cells"] if ":label: ex-train-resume" in "".join(c["source"]))
     for text in (exercise, get_exercise("train-resume").summary):
