@@ -4,7 +4,8 @@ widgets, math, panels, solutions, code blocks, and the width at 1280 px and at 3
 
 One visit serves every test that only reads a page (tests/conftest.py's ``chapter_tour``); a test
 that drives a page (typing into a panel, tapping a button) opens its own. The pages of an edition
-share one browser context, so the book's scripts load from the HTTP cache after the first page (no
+are visited one after another in one tab, so the book's scripts load from the HTTP cache after the
+first page and one renderer process serves them all (no
 request routing, which would turn the cache off: the browser itself is offline, conftest's
 ``--host-resolver-rules``). The phone width is read after resizing the same page to 390 px
 (test_browser_reader's sidebar test loads a page on a phone).
@@ -87,13 +88,26 @@ def watch(page, base: str) -> dict[str, list[str]]:
     """What goes wrong on ``page`` from now on: console and page errors, requests for another host
     than ``base`` (the browser is offline: they fail), requests to ``base`` that fail. A request
     cancelled by the page's own navigation (net::ERR_ABORTED, a redirect) is not a failure."""
-    seen = {"errors": [], "external": [], "failed": []}
-    page.on("console", lambda msg: msg.type == "error" and seen["errors"].append(msg.text))
-    page.on("pageerror", lambda err: seen["errors"].append(str(err)))
-    page.on("request", lambda req: req.url.startswith((base, "data:", "blob:")) or seen["external"].append(req.url))
-    page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
-            and seen["failed"].append(req.url))
-    return seen
+    return Watcher(page, base).seen
+
+
+class Watcher:
+    """``watch`` for a tab that visits page after page: what goes wrong goes to ``seen``, which the
+    visit of the next page replaces (a new tab per page starts a renderer process each time,
+    about half a CPU-second on 2 cores, more than some pages' own work)."""
+
+    def __init__(self, page, base: str):
+        self.seen = {"errors": [], "external": [], "failed": []}
+        page.on("console", lambda msg: msg.type == "error" and self.seen["errors"].append(msg.text))
+        page.on("pageerror", lambda err: self.seen["errors"].append(str(err)))
+        page.on("request", lambda req: req.url.startswith((base, "data:", "blob:"))
+                or self.seen["external"].append(req.url))
+        page.on("requestfailed", lambda req: req.url.startswith(base) and req.failure != "net::ERR_ABORTED"
+                and self.seen["failed"].append(req.url))
+
+    def next(self) -> dict[str, list[str]]:
+        self.seen = {"errors": [], "external": [], "failed": []}
+        return self.seen
 
 
 def chapters(book: Path, edition: str) -> list[str]:
@@ -109,57 +123,52 @@ def _wait(page, how, *args, timeout: int) -> bool:
         return False
 
 
-def visit_chapter(context, base: str, book: Path, path: str) -> dict:
-    """One chapter opened at 1280 px in ``context``: the facts the tests read (see the module)."""
+def visit_chapter(page, watcher: Watcher, base: str, book: Path, path: str) -> dict:
+    """One chapter opened at 1280 px in ``page``, the tab ``watcher`` watches: the facts the tests
+    read (see the module)."""
     html = (book / path).read_text(encoding="utf-8")
-    page = context.new_page()
-    seen = watch(page, base)
-    try:
-        page.goto(f"{base}/{path}", wait_until="load")
-        waited = {"math": 'class="math' not in html or _wait(page, page.wait_for_selector, "mjx-container", timeout=15000),
-                  "widgets": "application/vnd.jupyter.widget-view+json" not in html
-                  or _wait(page, page.wait_for_selector, ".widget-html-content, .jupyter-widgets", timeout=15000),
-                  "panels": _wait(page, page.wait_for_function, ALL_READY, timeout=10000)}
-        page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-        page.wait_for_timeout(300)  # deferred scripts report their errors; a measurement would have opened
-        facts = {"waited": waited, "widget_views": html.count("application/vnd.jupyter.widget-view+json"),
-                 "has_math": 'class="math' in html, "panels": page.evaluate(PANELS), "fits": page.evaluate(FITS),
-                 **page.evaluate(SEEN)}
-        page.set_viewport_size(PHONE)  # reading the width lays the page out at 390 px
-        facts["phone_width"] = page.evaluate("() => document.documentElement.scrollWidth")
-        page.set_viewport_size(DESKTOP)
-        facts["solutions"] = page.evaluate(SOLUTIONS)
-    finally:
-        page.close()
+    seen = watcher.next()
+    page.set_viewport_size(DESKTOP)
+    page.goto(f"{base}/{path}", wait_until="load")
+    waited = {"math": 'class="math' not in html or _wait(page, page.wait_for_selector, "mjx-container", timeout=15000),
+              "widgets": "application/vnd.jupyter.widget-view+json" not in html
+              or _wait(page, page.wait_for_selector, ".widget-html-content, .jupyter-widgets", timeout=15000),
+              "panels": _wait(page, page.wait_for_function, ALL_READY, timeout=10000)}
+    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    page.wait_for_timeout(300)  # deferred scripts report their errors; a measurement would have opened
+    facts = {"waited": waited, "widget_views": html.count("application/vnd.jupyter.widget-view+json"),
+             "has_math": 'class="math' in html, "panels": page.evaluate(PANELS), "fits": page.evaluate(FITS),
+             **page.evaluate(SEEN)}
+    page.set_viewport_size(PHONE)  # reading the width lays the page out at 390 px
+    facts["phone_width"] = page.evaluate("() => document.documentElement.scrollWidth")
+    page.set_viewport_size(DESKTOP)
+    facts["solutions"] = page.evaluate(SOLUTIONS)
     return {**facts, **seen}
 
 
 def visit_chapters(browser, base: str, book: Path, edition: str) -> dict[str, dict]:
-    """Every chapter of ``edition``, one after another in one context: {path: visit_chapter's facts}."""
+    """Every chapter of ``edition``, one after another in one tab: {path: visit_chapter's facts}."""
     context = browser.new_context(viewport=DESKTOP)
     try:
-        return {path: visit_chapter(context, base, book, path) for path in chapters(book, edition)}
+        page = context.new_page()
+        watcher = Watcher(page, base)
+        return {path: visit_chapter(page, watcher, base, book, path) for path in chapters(book, edition)}
     finally:
         context.close()
 
 
-def visit_pages(browser, base: str, paths: list[str], *, at_once: int = 4, settle_ms: int = 500) -> dict[str, dict]:
-    """Pages that only have to load: ``at_once`` side by side in one context, each settled
-    ``settle_ms`` after the batch loaded: {path: {"errors", "external", "failed"}}."""
+def visit_pages(browser, base: str, paths: list[str], *, settle_ms: int = 300) -> dict[str, dict]:
+    """Pages that only have to load, one after another in one tab, each settled ``settle_ms``
+    after its load: {path: {"errors", "external", "failed"}}."""
     found = {}
     context = browser.new_context(viewport=DESKTOP)
     try:
-        for start in range(0, len(paths), at_once):
-            batch = {}
-            for path in paths[start:start + at_once]:
-                page = batch[path] = context.new_page()
-                found[path] = watch(page, base)
-                page.goto(f"{base}/{path}", wait_until="commit")  # the others start loading meanwhile
-            for page in batch.values():
-                page.wait_for_load_state("load")
+        page = context.new_page()
+        watcher = Watcher(page, base)
+        for path in paths:
+            found[path] = watcher.next()
+            page.goto(f"{base}/{path}", wait_until="load")
             page.wait_for_timeout(settle_ms)  # deferred scripts report their errors
-            for page in batch.values():
-                page.close()
     finally:
         context.close()
     return found
