@@ -458,13 +458,62 @@ def test_practice_check_and_grader_agree_on_the_matrix(ex_id, index, correct):
         assert not graded(ex_id, answer)
 
 
-def test_the_public_cases_seals_are_in_step_with_grading():
-    """``_case_seals.py`` is what ``python -m grading.case_seals`` writes from the references now
-    (re-run it after changing a public case or a reference)."""
-    from grading.case_seals import case_seals
+def _seal_accepts(sealed, value) -> bool:
+    """True when the seal view ``sealed`` (``sealed_cases.view``) stands for ``value``: the same
+    structure, and each number and tensor element within its tolerance (give or take a bin)."""
+    import dataclasses
+
+    from lectorch.exercises import sealed_cases as sc
+
+    if isinstance(sealed, sc.SealedRecord):
+        return (dataclasses.is_dataclass(value) and {f.name for f in dataclasses.fields(value)} == set(sealed.fields)
+                and all(_seal_accepts(v, getattr(value, k)) for k, v in sealed.fields.items()))
+    if isinstance(sealed, dict):
+        return (isinstance(value, dict) and set(value) == set(sealed)
+                and all(_seal_accepts(v, value[k]) for k, v in sealed.items()))
+    if isinstance(sealed, (tuple, list)):
+        return (isinstance(value, (tuple, list)) and len(value) == len(sealed)
+                and all(_seal_accepts(s, v) for s, v in zip(sealed, value)))
+    if isinstance(sealed, sc.SealedTensor):
+        return (isinstance(value, torch.Tensor) and value.dtype == sealed.dtype and value.shape == sealed.shape
+                and not sealed.mismatch(value).any())
+    return sealed.matches(value)
+
+
+def test_the_public_cases_seals_accept_what_the_references_compute_here():
+    """``_case_seals.py`` (written by ``python -m grading.case_seals``; re-run it after changing a
+    public case or a reference) holds a seal for every public case that stands for what the
+    references compute on this machine. Not always the same seal: a number within an ulp of a bin
+    edge seals differently on another CPU (RMSprop's closure loss did, with the same torch), and
+    the practice check accepts a bin either side."""
+    from grading.case_seals import references
+    from lectorch.exercises import exercises, sealed_cases
     from lectorch.exercises._case_seals import CASES
 
-    assert case_seals() == CASES
+    refs = references()
+    sealed = sorted(ex_id for ex_id, ex in exercises().items() if ex.kind == "function" and ex_id in refs)
+    assert sorted(CASES) == sealed
+    for ex_id in sealed:
+        cases = get_exercise(ex_id).cases
+        assert len(CASES[ex_id]) == len(cases), f"{ex_id}: re-seal (python -m grading.case_seals)"
+        for i, case in enumerate(cases):
+            if case.raises is not None:
+                assert CASES[ex_id][i] is None
+                continue
+            stored = sealed_cases.view(CASES[ex_id][i], f"{ex_id}#{i}")
+            assert _seal_accepts(stored, refs[ex_id](case)), f"{ex_id}#{i}: re-seal (python -m grading.case_seals)"
+
+
+def test_a_stale_seal_is_caught():
+    """The check above fails when a reference changes: a result 1 % off, or of another structure."""
+    from lectorch.exercises import sealed_cases
+
+    value = {"loss": 2.5, "grad": torch.tensor([1.0, -2.0])}
+    stored = sealed_cases.view(sealed_cases.seal("doc#0", value, rtol=1e-4, atol=1e-6), "doc#0")
+    assert _seal_accepts(stored, {"loss": 2.5 * (1 + 1e-6), "grad": torch.tensor([1.0, -2.0])})
+    assert not _seal_accepts(stored, {"loss": 2.5 * 1.01, "grad": torch.tensor([1.0, -2.0])})
+    assert not _seal_accepts(stored, {"loss": 2.5, "grad": torch.tensor([1.0, -2.02])})
+    assert not _seal_accepts(stored, {"loss": 2.5})
 
 
 # ------------------------------------------------------------------ ±1 % of each edge, tensor outputs
