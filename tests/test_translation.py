@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -134,6 +135,22 @@ def test_the_zh_edition_has_the_same_pages_and_chinese_theme_strings(built_book)
     page = (built_book / "zh" / "chapters" / "01_precision.html").read_text(encoding="utf-8")
     assert '<html lang="zh-CN"' in page or '<html lang="zh_CN"' in page
     assert "搜索" in page  # the theme's search box
+
+
+def test_panel_controls_are_labelled_in_each_editions_language(built_book):
+    """A panel's control labels come from the notebook's stored output (English); the zh pages show
+    their translations (context "panel control" of ``_ui.po``), the English pages the labels."""
+    import sphinx_lectorch_i18n as ui
+
+    _ = ui.ui_gettext("zh_CN")
+    labels = ui.control_labels()
+    assert len(labels) > 20 and "x requires grad" in labels
+    label = re.compile(r'<span class="lp-label">([^<]*)</span>')
+    for edition, expected in (("", set(labels)), ("zh/", {_(text, ui.CONTROL) for text in labels})):
+        shown = {html.unescape(text) for page in (built_book / edition / "chapters").glob("[0-9][0-9]_*.html")
+                 for text in label.findall(page.read_text(encoding="utf-8"))}
+        assert shown == expected, edition
+    assert _("layers", ui.CONTROL) == "层数" and _("x requires grad", ui.CONTROL) == "x 需要梯度"
 
 
 def _switch_href(page: Path) -> str:

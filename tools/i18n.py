@@ -55,6 +55,8 @@ def write_ui_template(pot: Path) -> Path:
     catalog = Catalog()
     for message in sphinx_lectorch_i18n.ui_messages():
         catalog.add(message)
+    for label in sphinx_lectorch_i18n.control_labels():
+        catalog.add(label, context=sphinx_lectorch_i18n.CONTROL)
     path = pot / f"{sphinx_lectorch_i18n.UI_CATALOG}.pot"
     with open(path, "wb") as f:
         write_po(f, catalog, width=0)

@@ -159,9 +159,11 @@ def _widget_state(source: str) -> dict:
     return meta.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
 
 
-def _control_html(spec: dict, disabled: bool) -> str:
-    name, kind = spec["name"], spec["kind"]
-    attrs = f'data-control="{html.escape(name)}" aria-label="{html.escape(spec["label"])}"'
+def _control_html(spec: dict, disabled: bool, _=lambda text, context=None: text) -> str:
+    from sphinx_lectorch_i18n import CONTROL  # the other local extension, same folder
+
+    name, kind, label = spec["name"], spec["kind"], html.escape(_(spec["label"], CONTROL))
+    attrs = f'data-control="{html.escape(name)}" aria-label="{label}"'
     attrs += " disabled" if disabled else ""
     readout = ""
     if kind in ("selection-slider", "select"):
@@ -194,8 +196,8 @@ def _control_html(spec: dict, disabled: bool) -> str:
         # a slider a few hundred pixels long cannot reach every one of thousands of values: a number box can
         out = (f'<input type="number" class="lp-number-box" data-readout="{html.escape(name)}" min="{spec["min"]}" '
                f'max="{spec["max"]}" step="{spec["step"]}" value="{spec["value"]}" '
-               f'aria-label="{html.escape(spec["label"])} (number)"{" disabled" if disabled else ""}>')
-    return (f'<label class="lp-control lp-{kind}"><span class="lp-label">{html.escape(spec["label"])}</span>'
+               f'aria-label="{label} (number)"{" disabled" if disabled else ""}>')
+    return (f'<label class="lp-control lp-{kind}"><span class="lp-label">{label}</span>'
             f"{widget}{out}</label>")
 
 
@@ -230,14 +232,14 @@ def _json_script(data) -> str:
     return json.dumps(data, sort_keys=True).replace("</", "<\\/")
 
 
-def panel_html(data: dict, meta: dict, state: dict, _=lambda text: text) -> str:
+def panel_html(data: dict, meta: dict, state: dict, _=lambda text, context=None: text) -> str:
     """The static page's form of a panel (see the module docstring); ``_`` translates its text."""
     live = data.get("live")
     recording = json.loads(meta["recording"]) if data.get("recorded") and meta.get("recording") else None
     specs = meta.get("controls", [])
     if recording:
         specs = recorded_specs(specs, recording["grid"])
-    controls = "".join(_control_html(spec, disabled=True) for spec in specs)
+    controls = "".join(_control_html(spec, disabled=True, _=_) for spec in specs)
     title = html.escape(_(data.get("title", "")))
     if recording:
         note = html.escape(_("recorded on {machine}, {date}: the controls switch between the settings measured "

@@ -16,8 +16,9 @@ prose is translated. This extension:
 4. keeps a translated heading a heading: a message such as "1. 浮点数" would parse as a numbered
    list, which Sphinx drops, leaving the English (see :func:`escape_block_start`);
 5. translates the text the book's tools generate (panel titles and notes, checker boxes, "Click to
-   show", the site title, author and footer) through one more catalog of the same folder,
-   ``_ui.po``, whose messages :func:`ui_messages` lists (``tools/i18n.py update`` extracts them);
+   show", the site title, author and footer, the panels' control labels) through one more
+   catalog of the same folder, ``_ui.po``, whose messages :func:`ui_messages` and
+   :func:`control_labels` list (``tools/i18n.py update`` extracts them);
 6. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
    the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
    translation uses (``vendor/fonts/``, made by ``tools/i18n.py font``).
@@ -167,17 +168,40 @@ def ui_messages(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
-_UI_CACHE: dict[str, dict[str, str]] = {}
+#: the gettext context of the panels' control labels: the control "batch" (a batch size) is not the
+#: bar "batch" (the batch's bytes), nor the control "optimizer" the bar "optimizer" (its state)
+CONTROL = "panel control"
+
+
+def control_labels(root: Path = ROOT) -> list[str]:
+    """The labels of the panels' controls that the chapters' stored outputs carry (translated in
+    the context :data:`CONTROL`), in order of first appearance, each once.
+
+    >>> "x requires grad" in control_labels()
+    True
+    """
+    import json
+
+    found = []
+    for notebook in sorted((root / "chapters").rglob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
+            for output in cell.get("outputs", []):
+                found += [c.get("label") for c in output.get("metadata", {}).get(PANEL_MIME, {}).get("controls", [])]
+    return list(dict.fromkeys(m for m in found if m))
+
+
+_UI_CACHE: dict[str, dict[tuple[str | None, str], str]] = {}
 
 
 def ui_gettext(language: str | None, root: Path = ROOT):
-    """A ``gettext`` for the generated text in ``language`` (the identity in English).
+    """A ``gettext`` for the generated text in ``language`` (the identity in English): called as
+    ``_(text)``, or ``_(text, CONTROL)`` for a control's label.
 
-    >>> ui_gettext("en")("checker")
-    'checker'
+    >>> ui_gettext("en")("checker"), ui_gettext("zh_CN")("layers", CONTROL)
+    ('checker', '层数')
     """
     if not is_chinese(language):
-        return lambda text: text
+        return lambda text, context=None: text
     if language not in _UI_CACHE:
         from babel.messages.pofile import read_po
 
@@ -185,10 +209,10 @@ def ui_gettext(language: str | None, root: Path = ROOT):
         table = {}
         if path.exists():
             with open(path, "rb") as f:
-                table = {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+                table = {(m.context, m.id): m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
         _UI_CACHE[language] = table
     table = _UI_CACHE[language]
-    return lambda text: table.get(text, text)
+    return lambda text, context=None: table.get((context, text), text)
 
 
 def _translate_configuration(app, config) -> None:
