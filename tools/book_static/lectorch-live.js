@@ -93,7 +93,7 @@
   }
   function fail(msg) { var e = new Error(msg); e.lectorchInput = true; throw e; }
   function positiveInt(name, v) {
-    if (!(Number.isInteger(v) && v >= 1)) fail(name + " must be a whole number >= 1, got " + v);
+    if (!(Number.isInteger(v) && v >= 1)) fail(tr("{name} must be a whole number >= 1, got {value}", {name: name, value: v}));
     return v;
   }
 
@@ -101,7 +101,7 @@
   var LIVE = {
     napkin: function (v, D) {
       var gpu = D.gpus[v.gpu], peak = gpu.dense[v.dtype];
-      if (peak === undefined) fail(gpu.name + " has no dense " + v.dtype + " peak on its datasheet");
+      if (peak === undefined) fail(tr("{gpu} has no dense {dtype} peak on its datasheet", {gpu: gpu.name, dtype: v.dtype}));
       var flops = D.napkin.flops_per_param_token * v.params * v.tokens;
       var perS = v.num_gpus * peak * v.mfu;
       var days = flops / (perS * D.napkin.seconds_per_day);
@@ -145,7 +145,7 @@
     },
     roofline: function (v, D) {
       var gpu = D.gpus[v.gpu], peak = gpu.dense[v.dtype], bw = gpu.bandwidth_bytes_per_s;
-      if (peak === undefined) fail(gpu.name + " has no dense " + v.dtype + " peak on its datasheet");
+      if (peak === undefined) fail(tr("{gpu} has no dense {dtype} peak on its datasheet", {gpu: gpu.name, dtype: v.dtype}));
       var flops = 2 * v.m * v.k * v.n, bytes = (v.m * v.k + v.k * v.n + v.m * v.n) * D.matmul_bytes[v.dtype];
       var I = flops / bytes, ridge = peak / bw, att = Math.min(peak, I * bw), bound = I >= ridge ? "compute" : "memory";
       var n = {flops: flops, bytes: bytes, intensity: I, ridge_point: ridge, attainable: att, mfu_max: att / peak,
@@ -196,14 +196,14 @@
       var total = 0; Object.keys(parts).forEach(function (key) { total += parts[key]; });
       // lectorch.step_memory.step_timeline (first_step=False)
       var state = k * p, inputs = b * d + b, resting = p + inputs + state, acts = b * d * L;
-      var events = [["start", resting], ["end of forward", resting + acts], ["backward: head", resting + acts + d + b * d]];
+      var events = [[tr("start"), resting], [tr("end of forward"), resting + acts], [tr("backward: head"), resting + acts + d + b * d]];
       for (var j = L; j >= 1; j--) {
         var live = (j - 1) * b * d + d + (L - j + 1) * d * d + b * d + (j > 1 ? b * d : 0);
-        events.push(["backward: layer " + j, resting + live]);
+        events.push([tr("backward: layer {j}", {j: j}), resting + live]);
       }
-      events.push(["after backward", resting + p]);
-      events.push(["optimizer step", resting + p + D.step_temporaries[v.optimizer] * d * d]);
-      events.push(["after zero_grad", resting]);
+      events.push([tr("after backward"), resting + p]);
+      events.push([tr("optimizer step"), resting + p + D.step_temporaries[v.optimizer] * d * d]);
+      events.push([tr("after zero_grad"), resting]);
       var peak = events[0];
       events.forEach(function (ev) { if (ev[1] > peak[1]) peak = ev; });
       var n = Object.assign({}, parts, {total: total, peak: peak[1] * e});
@@ -221,55 +221,56 @@
     },
     einsum: function (v, D) {           // lectorch.contractions.analyze with sizes (no shapes)
       var pattern = v.pattern, ELL = "...";
-      if ((pattern.match(/->/g) || []).length !== 1) fail("pattern must contain '->' exactly once, between the operands and the output");
+      if ((pattern.match(/->/g) || []).length !== 1) fail(tr("pattern must contain '->' exactly once, between the operands and the output"));
       var sides = pattern.split("->");
       var name = /^[A-Za-z_][A-Za-z0-9_]*$/;
       function group(t, where) {
-        if (/[()]/.test(t)) fail("pattern groups dimensions with parentheses in " + where + ": einsum cannot split or merge dimensions; use einops.rearrange first");
+        if (/[()]/.test(t)) fail(tr("pattern groups dimensions with parentheses in {where}: einsum cannot split or merge dimensions; use einops.rearrange first", {where: where}));
         var g = t.split(/\s+/).filter(Boolean);
-        g.forEach(function (d) { if (d !== ELL && !name.test(d)) fail("pattern has an invalid dimension name '" + d + "' in " + where); });
-        if (g.filter(function (d) { return d === ELL; }).length > 1) fail("pattern uses '...' more than once in " + where);
+        g.forEach(function (d) { if (d !== ELL && !name.test(d)) fail(tr("pattern has an invalid dimension name '{name}' in {where}", {name: d, where: where})); });
+        if (g.filter(function (d) { return d === ELL; }).length > 1) fail(tr("pattern uses '...' more than once in {where}", {where: where}));
         return g;
       }
-      var inputs = sides[0].split(",").map(function (t, i) { return group(t, "operand " + (i + 1)); });
-      inputs.forEach(function (g, i) { if (!g.length) fail("pattern has an empty operand " + (i + 1) + ": name its dimensions, e.g. 'b s h'"); });
-      if (sides[1].indexOf(",") >= 0) fail("pattern has a ',' after '->': einsum has exactly one output");
-      var output = group(sides[1], "the output");
+      var inputs = sides[0].split(",").map(function (t, i) { return group(t, tr("operand {i}", {i: i + 1})); });
+      inputs.forEach(function (g, i) { if (!g.length) fail(tr("pattern has an empty operand {i}: name its dimensions, e.g. 'b s h'", {i: i + 1})); });
+      if (sides[1].indexOf(",") >= 0) fail(tr("pattern has a ',' after '->': einsum has exactly one output"));
+      var output = group(sides[1], tr("the output"));
       var seen = {}, order = [];
       inputs.forEach(function (g) { g.forEach(function (d) { if (!(d in seen)) { seen[d] = 1; order.push(d); } }); });
       var outSeen = {};
       output.forEach(function (d) {
-        if (d in outSeen) fail("pattern repeats dimension '" + d + "' in the output; name each output dimension once");
+        if (d in outSeen) fail(tr("pattern repeats dimension '{name}' in the output; name each output dimension once", {name: d}));
         outSeen[d] = 1;
       });
       output.forEach(function (d) {
         if (!(d in seen)) {
           var compact = (order.concat(output).some(function (x) { return x.length > 1; }) &&
                          inputs.every(function (g) { return g.length === 1; }));
-          fail("pattern's output uses " + (d === ELL ? "'...'" : "dimension '" + d + "'") + ", which appears in no operand" +
-               (compact ? " (einops patterns separate dimensions by spaces: write 'b s h', not 'bsh')" : ""));
+          fail((d === ELL ? tr("pattern's output uses '...', which appears in no operand")
+                          : tr("pattern's output uses dimension '{name}', which appears in no operand", {name: d})) +
+               (compact ? tr(" (einops patterns separate dimensions by spaces: write 'b s h', not 'bsh')") : ""));
         }
       });
       var sizes = {}, ell = null;
       v.sizes.replace(/,/g, " ").split(/\s+/).filter(Boolean).forEach(function (item) {
         var at = item.indexOf("=");
-        if (at <= 0) fail("sizes: cannot read '" + item + "'; write name=size, e.g. 'b=2 s=128'");
+        if (at <= 0) fail(tr("sizes: cannot read '{item}'; write name=size, e.g. 'b=2 s=128'", {item: item}));
         var k = item.slice(0, at), val = item.slice(at + 1);
-        if (k in sizes || (k === ELL && ell)) fail("sizes gives dimension '" + k + "' twice");
-        if (!val) fail("sizes: '" + item + "' has no size after '='");
+        if (k in sizes || (k === ELL && ell)) fail(tr("sizes gives dimension '{name}' twice", {name: k}));
+        if (!val) fail(tr("sizes: '{item}' has no size after '='", {item: item}));
         var parts = val.split("x");
-        parts.forEach(function (x) { if (!/^[-+]?\d+$/.test(x)) fail("sizes: '" + val + "' for '" + k + "' is not a whole number"); });
+        parts.forEach(function (x) { if (!/^[-+]?\d+$/.test(x)) fail(tr("sizes: '{value}' for '{name}' is not a whole number", {value: val, name: k})); });
         if (k === ELL) {
-          if (!(ELL in seen)) fail("sizes names dimension '...', which is not in the pattern");
+          if (!(ELL in seen)) fail(tr("sizes names dimension '...', which is not in the pattern"));
           ell = parts.map(function (x) { return positiveInt("sizes['...']", Number(x)); });
           return;
         }
-        if (parts.length !== 1) fail("sizes: only '...' takes several sizes (like ...=2x3), got '" + item + "'");
-        if (!(k in seen)) fail("sizes names dimension '" + k + "', which is not in the pattern");
+        if (parts.length !== 1) fail(tr("sizes: only '...' takes several sizes (like ...=2x3), got '{item}'", {item: item}));
+        if (!(k in seen)) fail(tr("sizes names dimension '{name}', which is not in the pattern", {name: k}));
         sizes[k] = positiveInt("sizes['" + k + "']", Number(parts[0]));
       });
-      order.forEach(function (d) { if (d !== ELL && !(d in sizes)) fail("sizes has no size for dimension '" + d + "'"); });
-      if ((ELL in seen) && !ell) fail("sizes has no shape for '...': write e.g. ...=2x3");
+      order.forEach(function (d) { if (d !== ELL && !(d in sizes)) fail(tr("sizes has no size for dimension '{name}'", {name: d})); });
+      if ((ELL in seen) && !ell) fail(tr("sizes has no shape for '...': write e.g. ...=2x3"));
       function shapeOf(d) { return d === ELL ? ell : [sizes[d]]; }
       function size(d) { return shapeOf(d).reduce(function (a, b) { return a * b; }, 1); }
       function factors(list) { return list.map(function (d) { return shapeOf(d).join("·"); }).filter(Boolean).join("·") || "1"; }
@@ -332,7 +333,7 @@
     var body = pyStripChars(text.trim(), "()[]").trim();
     if (!body) return [];
     return body.split(",").filter(function (p) { return p.trim(); }).map(function (p) {
-      try { return pyInt(p, 1); } catch (e) { fail(name + " must be ints separated by commas, such as '4, 4'; got " + pyQuote(text)); }
+      try { return pyInt(p, 1); } catch (e) { fail(tr("{name} must be ints separated by commas, such as '4, 4'; got {text}", {name: name, text: pyQuote(text)})); }
     });
   }
   function parseIndex(text) {           // lectorch.widgets.views.parse_index: ints, slices, "..."
@@ -349,7 +350,7 @@
           return {slice: true, start: s[0], stop: s.length > 1 ? s[1] : null, step: s.length > 2 ? s[2] : null};
         }
         return pyInt(part, 1);
-      } catch (e) { fail("index: cannot read " + pyQuote(part) + "; write ints, slices like 1:3 or ::2, or ..."); }
+      } catch (e) { fail(tr("index: cannot read {part}; write ints, slices like 1:3 or ::2, or ...", {part: pyQuote(part)})); }
     });
   }
   function contiguousStrides(shape) {   // lectorch.views.contiguous_strides
@@ -376,14 +377,14 @@
     return cells;
   }
   function normDim(dim, ndim, name) {
-    if (!(-ndim <= dim && dim < ndim)) fail(name + "=" + dim + " is out of range for a layout with " + ndim + " dims");
+    if (!(-ndim <= dim && dim < ndim)) fail(tr("{name}={dim} is out of range for a layout with {ndim} dims", {name: name, dim: dim, ndim: ndim}));
     return ((dim % ndim) + ndim) % ndim;
   }
   function permute(L, dims) {           // lectorch.views.Layout.permute
     var order = dims.map(function (d) { return normDim(d, L.shape.length, "dims"); });
     var sorted = order.slice().sort(function (a, b) { return a - b; });
     if (sorted.length !== L.shape.length || sorted.some(function (d, i) { return d !== i; }))
-      fail("dims " + pyTuple(dims) + " must be a permutation of 0.." + (L.shape.length - 1) + ", each dim exactly once");
+      fail(tr("dims {dims} must be a permutation of 0..{last}, each dim exactly once", {dims: pyTuple(dims), last: L.shape.length - 1}));
     return {shape: order.map(function (d) { return L.shape[d]; }), strides: order.map(function (d) { return L.strides[d]; }),
             offset: L.offset};
   }
@@ -398,9 +399,9 @@
   }
   function index(L, entries) {          // lectorch.views.Layout.__getitem__
     var ell = entries.filter(function (e) { return e && e.ellipsis; }).length, ndim = L.shape.length;
-    if (ell > 1) fail("index may contain at most one '...'");
+    if (ell > 1) fail(tr("index may contain at most one '...'"));
     var real = entries.length - ell;
-    if (real > ndim) fail("index has " + real + " entries but the layout has only " + ndim + " dims");
+    if (real > ndim) fail(tr("index has {real} entries but the layout has only {ndim} dims", {real: real, ndim: ndim}));
     var full = [];
     entries.forEach(function (e) {
       if (e && e.ellipsis) for (var k = 0; k < ndim - real; k++) full.push({slice: true, start: null, stop: null, step: null});
@@ -411,11 +412,11 @@
     full.forEach(function (e, d) {
       var size = L.shape[d], stride = L.strides[d];
       if (typeof e === "object") {
-        if (e.step !== null && e.step <= 0) fail("slice step must be positive (torch has no negative strides), got " + e.step);
+        if (e.step !== null && e.step <= 0) fail(tr("slice step must be positive (torch has no negative strides), got {step}", {step: e.step}));
         var s = sliceIndices(e, size);
         shape.push(s.length); strides.push(stride * s.step); offset += s.start * stride;
       } else {
-        if (!(-size <= e && e < size)) fail("index " + e + " is out of range for dim " + d + " of size " + size);
+        if (!(-size <= e && e < size)) fail(tr("index {index} is out of range for dim {dim} of size {size}", {index: e, dim: d, size: size}));
         offset += (((e % size) + size) % size) * stride;
       }
     });
@@ -501,13 +502,13 @@
   }
   LIVE.views = function (v, D) {
     var size = parseInts(v.shape, "shape"), V = D.views;
-    size.forEach(function (n) { if (n < 0) fail("shape has a negative size " + n + " in " + pyTuple(size) + "; sizes must be >= 0"); });
-    if (!(size.length >= 1 && size.length <= 4)) fail("shape must have 1 to 4 dims, got " + pyTuple(size));
+    size.forEach(function (n) { if (n < 0) fail(tr("shape has a negative size {n} in {shape}; sizes must be >= 0", {n: n, shape: pyTuple(size)})); });
+    if (!(size.length >= 1 && size.length <= 4)) fail(tr("shape must have 1 to 4 dims, got {shape}", {shape: pyTuple(size)}));
     var numel = prod(size);
-    if (!(numel >= 1 && numel <= V.max_drawn)) fail("shape " + pyTuple(size) + " has " + numel + " elements: keep it between 1 and " +
-                                                    V.max_drawn + " so the drawing stays readable");
+    if (!(numel >= 1 && numel <= V.max_drawn)) fail(tr("shape {shape} has {numel} elements: keep it between 1 and {max} so the drawing stays readable",
+                                                       {shape: pyTuple(size), numel: numel, max: V.max_drawn}));
     var order = parseInts(v.dims, "dims"), entries = parseIndex(v.index);
-    if (V.then.indexOf(v.then) < 0) fail("then must be one of " + V.then.join(", ") + ", got " + v.then);
+    if (V.then.indexOf(v.then) < 0) fail(tr("then must be one of {choices}, got {then}", {choices: V.then.join(", "), then: v.then}));
     var L = {shape: size, strides: contiguousStrides(size), offset: 0};
     if (order.length) L = permute(L, order);
     if (entries.length) L = index(L, entries);
@@ -515,8 +516,8 @@
     if (v.then === ".view(-1)" || v.then === ".reshape(-1)") {
       var flat = flatStrides(L);
       if (flat) R = {shape: [n], strides: flat, offset: L.offset};
-      else if (v.then === ".view(-1)") fail(expr + " raises: this view's strides " + pyTuple(L.strides) + " cannot be merged into " +
-                                            "one dimension without copying; .reshape(-1) would copy, .view(-1) refuses");
+      else if (v.then === ".view(-1)") fail(tr("{expr} raises: this view's strides {strides} cannot be merged into one dimension without copying; .reshape(-1) would copy, .view(-1) refuses",
+                                               {expr: expr, strides: pyTuple(L.strides)}));
       else { R = {shape: [n], strides: [1], offset: 0}; copy = true; }
     } else if (v.then === ".contiguous()" && !isContiguous(L)) {
       R = {shape: L.shape, strides: contiguousStrides(L.shape), offset: 0}; copy = true;
@@ -616,7 +617,7 @@
         rows.push([tr("MFU"), n.device === "cpu" ? tr("no datasheet peak for a CPU, so no MFU")
                                                  : tr("no datasheet peak for this device, so no MFU")]);
         if (n.versus_reference !== undefined)
-          rows.push(["vs " + esc(n.reference_label || "a reference peak"), n.versus_reference.toFixed(3) + tr(" (not an MFU)")]);
+          rows.push([tr("vs {reference}", {reference: esc(n.reference_label || tr("a reference peak"))}), n.versus_reference.toFixed(3) + tr(" (not an MFU)")]);
       }
       return table(rows);
     },
@@ -704,7 +705,7 @@
   function nextDown(v, f) { return -nextUp(-v, f); }
   LIVE.float_bits = function (v, D) {
     var value = v.value, f = D.float_formats[v.dtype];
-    if (typeof value !== "number" || !isFinite(value)) fail("value must be a finite number, got " + v.value);
+    if (typeof value !== "number" || !isFinite(value)) fail(tr("value must be a finite number, got {value}", {value: v.value}));
     var stored = castTo(value, f), b = fieldsOf(stored, f);
     var width = [1, f.exponent_bits, f.mantissa_bits];
     var digits = [String(b.sign), b.exponent.toString(2), b.mantissa.toString(2)].map(function (d, i) {
@@ -756,7 +757,7 @@
 
   LIVE.schedule = function (v, D) {
     if (v.warmup_steps > v.total_steps)
-      fail("warm-up (" + v.warmup_steps + ") must not be longer than the schedule (" + v.total_steps + ")");
+      fail(tr("warm-up ({warmup}) must not be longer than the schedule ({total})", {warmup: v.warmup_steps, total: v.total_steps}));
     var maxLr = D.schedule.max_lr, minLr = maxLr * v.min_ratio, W = v.warmup_steps, S = v.total_steps;
     function lr(s) {                    // lectorch.train.cosine_lr
       if (s < W) return maxLr * s / W;
@@ -785,8 +786,8 @@
     function x(v) { return L + (W - L - R) * (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)); }
     function y(v) { return H - B - (H - T - B) * (Math.log10(v) - Math.log10(ylo)) / (Math.log10(yhi) - Math.log10(ylo)); }
     var line = "M" + x(lo) + "," + y(lo * bw) + " L" + x(ridge) + "," + y(peak) + " L" + x(hi) + "," + y(peak);
-    return '<svg class="lp-roofline" viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="roofline of ' + esc(title) +
-      ': the matmul ' + esc(label) + " at intensity " + gfmt(I, 3) + ' FLOPs/byte">' +
+    return '<svg class="lp-roofline" viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="' +
+      esc(tr("roofline of {title}: the matmul {label} at intensity {intensity} FLOPs/byte", {title: title, label: label, intensity: gfmt(I, 3)})) + '">' +
       '<text x="' + W / 2 + '" y="16" text-anchor="middle" font-size="13">' + esc(title) + "</text>" +
       '<line x1="' + L + '" y1="' + (H - B) + '" x2="' + (W - R) + '" y2="' + (H - B) + '" stroke="#888"/>' +
       '<line x1="' + L + '" y1="' + T + '" x2="' + L + '" y2="' + (H - B) + '" stroke="#888"/>' +
@@ -849,7 +850,7 @@
     var rec = panel.lectorchRecording, kind = panel.getAttribute("data-recorded");
     var row = rec.results.filter(function (r) {
       return Object.keys(r.values).every(function (k) { return same(r.values[k], v[k]); }); })[0];
-    if (!row) fail("no recording at these settings: run the notebook to measure them");
+    if (!row) fail(tr("no recording at these settings: run the notebook to measure them"));
     if (row.numbers.error) fail(row.numbers.error);
     return {html: RECORDED[kind](v, row.numbers, window.LECTORCH_LIVE_DATA), numbers: row.numbers};
   }
