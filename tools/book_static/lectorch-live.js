@@ -114,8 +114,8 @@
         [tr("training FLOPs (6·N·T)"), gfmt(flops, 3)],
         [tr("useful cluster FLOP/s"), gfmt(perS, 3)],
         [tr("training time"), tr("<b>{days} days</b> ({hours} GPU-hours)", {days: commas(days), hours: commas(n.gpu_hours)})],
-        [tr("weights + gradients + optimizer state"), formatBytes(n.memory_needed_bytes, false) + " — " + fits + " in " +
-          formatBytes(n.memory_available_bytes, false)],
+        [tr("weights + gradients + optimizer state"), tr("{needed} — {fits} in {available}",
+          {needed: formatBytes(n.memory_needed_bytes, false), fits: fits, available: formatBytes(n.memory_available_bytes, false)})],
         [tr("largest model on this cluster"), tr("{n} parameters (activations not counted)", {n: siCount(n.max_params)})]]);
       return {html: html, numbers: n};
     },
@@ -154,12 +154,12 @@
       var html = table([
         [tr("matmul"), "(" + commas(v.m) + ", " + commas(v.k) + ") @ (" + commas(v.k) + ", " + commas(v.n) + ")" +
           tr(" in {dtype}: {flops} FLOPs, {bytes} moved", {dtype: v.dtype, flops: gfmt(flops, 3), bytes: formatBytes(bytes, false)})],
-        [tr("arithmetic intensity"), commas(I, 1) + " FLOPs/byte"],
-        [tr("ridge point"), commas(ridge, 1) + " FLOPs/byte = " + gfmt(peak / 1e12, 6) + " TFLOP/s ÷ " +
-          gfmt(bw / 1e12, 6) + " TB/s"],
+        [tr("arithmetic intensity"), tr("{intensity} FLOPs/byte", {intensity: commas(I, 1)})],
+        [tr("ridge point"), tr("{ridge} FLOPs/byte = {peak} TFLOP/s ÷ {bandwidth} TB/s",
+                               {ridge: commas(ridge, 1), peak: gfmt(peak / 1e12, 6), bandwidth: gfmt(bw / 1e12, 6)})],
         [tr("verdict"), (bound === "compute" ? tr("<b>compute-bound</b>: at most {flops}, i.e. an MFU of at most {mfu}", verdict) :
           tr("<b>memory-bound</b>: at most {flops}, i.e. an MFU of at most {mfu}", verdict))]]);
-      return {html: html + rooflineSvg(gpu.name + ", " + v.dtype + " (datasheet)", peak, bw, I, att,
+      return {html: html + rooflineSvg(tr("{gpu}, {dtype} (datasheet)", {gpu: gpu.name, dtype: v.dtype}), peak, bw, I, att,
                                        "(" + v.m + ", " + v.k + ") @ (" + v.k + ", " + v.n + ")"), numbers: n};
     },
     backprop: function (v, D) {
@@ -298,13 +298,13 @@
       shape.forEach(function (s, i) { n["out" + i] = s; });
       function dimsHtml(list) {
         return list.length ? list.map(function (d) {
-          return "<b>" + esc(d) + "</b>=" + (d === ELL ? (ell.join("×") || "()") : sizes[d]); }).join(", ") : "none";
+          return "<b>" + esc(d) + "</b>=" + (d === ELL ? (ell.join("×") || "()") : sizes[d]); }).join(", ") : tr("none");
       }
       var formula;
-      if (inputs.length > 2) formula = "pairwise: " + terms.join(" + ") + " = " + commas(flops);
+      if (inputs.length > 2) formula = tr("pairwise: {terms} = {flops}", {terms: terms.join(" + "), flops: commas(flops)});
       else {
         var mult2 = inputs.length - 1 + (contracted.length ? 1 : 0);
-        formula = mult2 === 0 ? "0 (nothing is multiplied or summed: a pure rearrangement)" :
+        formula = mult2 === 0 ? tr("0 (nothing is multiplied or summed: a pure rearrangement)") :
           mult2 + " × " + factors(output.concat(contracted)) + " = " + commas(flops);
       }
       var pyShape = "(" + shape.join(", ") + (shape.length === 1 ? ",)" : ")");
@@ -710,9 +710,9 @@
     var width = [1, f.exponent_bits, f.mantissa_bits];
     var digits = [String(b.sign), b.exponent.toString(2), b.mantissa.toString(2)].map(function (d, i) {
       while (d.length < width[i]) d = "0" + d; return d; });
-    var names = ["sign", "exponent", "mantissa"], boxes = "";
+    var names = ["sign", "exponent", "mantissa"], fieldTitles = [tr("sign"), tr("exponent"), tr("mantissa")], boxes = "";
     digits.forEach(function (ds, i) {
-      for (var j = 0; j < ds.length; j++) boxes += '<span title="' + names[i] + '" style="display:inline-block;min-width:1.1em;' +
+      for (var j = 0; j < ds.length; j++) boxes += '<span title="' + esc(fieldTitles[i]) + '" style="display:inline-block;min-width:1.1em;' +
         "text-align:center;background:" + D.field_colors[names[i]] + ';margin:0 1px;font-family:monospace">' + ds[j] + "</span>";
     });
     var n = {sign: b.sign, exponent: b.exponent, mantissa: b.mantissa};
@@ -749,7 +749,7 @@
       if (b.kind === "subnormal") note = tr("a subnormal: below {normal} {dtype} gives up precision to reach smaller values.",
                                             {normal: pyg(f.smallest_normal, 3), dtype: f.name});
     }
-    var html = "<div><div>" + esc(pyRepr(value)) + " in " + f.name + " (" + f.layout + ")</div><table>" +
+    var html = "<div><div>" + tr("{value} in {dtype} ({layout})", {value: esc(pyRepr(value)), dtype: f.name, layout: f.layout}) + "</div><table>" +
       rows.map(function (r) { return "<tr><td style='padding-right:1em'>" + r[0] + "</td><td>" + r[1] + "</td></tr>"; }).join("") +
       "</table>" + (note ? "<div><i>" + esc(note) + "</i></div>" : "") + "</div>";
     return {html: html, numbers: n};
@@ -795,10 +795,10 @@
       '<line x1="' + x(ridge) + '" y1="' + y(peak) + '" x2="' + x(ridge) + '" y2="' + (H - B) + '" stroke="#999" stroke-dasharray="4 3"/>' +
       '<circle cx="' + x(I) + '" cy="' + y(att) + '" r="6" fill="black"/>' +
       '<text x="' + Math.min(x(I) + 8, W - R - 120) + '" y="' + (y(att) + 18) + '" font-size="12">' + esc(label) + "</text>" +
-      '<text x="' + (L + W - R) / 2 + '" y="' + (H - 10) + '" text-anchor="middle" font-size="12">arithmetic intensity (FLOPs/byte, log scale)</text>' +
-      '<text x="14" y="' + (H - B + T) / 2 + '" text-anchor="middle" font-size="12" transform="rotate(-90 14 ' + (H - B + T) / 2 + ')">FLOP/s (log)</text>' +
-      '<text x="' + (x(ridge) + 4) + '" y="' + (H - B - 6) + '" font-size="12">ridge ' + gfmt(ridge, 3) + "</text>" +
-      '<text x="' + (W - R) + '" y="' + (y(peak) - 6) + '" text-anchor="end" font-size="12">peak ' + formatFlops(peak, true) + "</text>" +
+      '<text x="' + (L + W - R) / 2 + '" y="' + (H - 10) + '" text-anchor="middle" font-size="12">' + esc(tr("arithmetic intensity (FLOPs/byte, log scale)")) + "</text>" +
+      '<text x="14" y="' + (H - B + T) / 2 + '" text-anchor="middle" font-size="12" transform="rotate(-90 14 ' + (H - B + T) / 2 + ')">' + esc(tr("FLOP/s (log)")) + "</text>" +
+      '<text x="' + (x(ridge) + 4) + '" y="' + (H - B - 6) + '" font-size="12">' + esc(tr("ridge {ridge}", {ridge: gfmt(ridge, 3)})) + "</text>" +
+      '<text x="' + (W - R) + '" y="' + (y(peak) - 6) + '" text-anchor="end" font-size="12">' + esc(tr("peak {peak}", {peak: formatFlops(peak, true)})) + "</text>" +
       "</svg>";
   }
 
