@@ -153,19 +153,24 @@ def ui_messages(root: Path = ROOT) -> list[str]:
     """Every generated string to translate: the fixed ones, the site's title, author and footer
     (``_config.yml``), the titles of the panels and summaries of the checkers that the chapters'
     stored outputs carry, and the live panels' text. In order of first appearance, each once."""
-    import json
-
     import yaml
 
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     found = list(FIXED_UI) + [config.get("title"), config.get("author"), config.get("html", {}).get("extra_footer")]
     found += live_messages(root)
+    for output in _stored_outputs(root):
+        data = output.get("data", {})
+        found += [data.get(PANEL_MIME, {}).get("title"), data.get(CHECK_MIME, {}).get("summary")]
+    return list(dict.fromkeys(m for m in found if m))
+
+
+def _stored_outputs(root: Path = ROOT):
+    """Every output stored in the chapters' notebooks, in file and cell order."""
+    import json
+
     for notebook in sorted((root / "chapters").rglob("*.ipynb")):
         for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
-            for output in cell.get("outputs", []):
-                data = output.get("data", {})
-                found += [data.get(PANEL_MIME, {}).get("title"), data.get(CHECK_MIME, {}).get("summary")]
-    return list(dict.fromkeys(m for m in found if m))
+            yield from cell.get("outputs", [])
 
 
 #: the gettext context of the panels' control labels: the control "batch" (a batch size) is not the
@@ -180,13 +185,9 @@ def control_labels(root: Path = ROOT) -> list[str]:
     >>> "x requires grad" in control_labels()
     True
     """
-    import json
-
     found = []
-    for notebook in sorted((root / "chapters").rglob("*.ipynb")):
-        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
-            for output in cell.get("outputs", []):
-                found += [c.get("label") for c in output.get("metadata", {}).get(PANEL_MIME, {}).get("controls", [])]
+    for output in _stored_outputs(root):
+        found += [c.get("label") for c in output.get("metadata", {}).get(PANEL_MIME, {}).get("controls", [])]
     return list(dict.fromkeys(m for m in found if m))
 
 
