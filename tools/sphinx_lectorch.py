@@ -196,7 +196,7 @@ def _control_html(spec: dict, disabled: bool, _=lambda text, context=None: text)
         # a slider a few hundred pixels long cannot reach every one of thousands of values: a number box can
         out = (f'<input type="number" class="lp-number-box" data-readout="{html.escape(name)}" min="{spec["min"]}" '
                f'max="{spec["max"]}" step="{spec["step"]}" value="{spec["value"]}" '
-               f'aria-label="{label} (number)"{" disabled" if disabled else ""}>')
+               f'aria-label="{html.escape(_("{label} (number)")).format(label=label)}"{" disabled" if disabled else ""}>')
     return (f'<label class="lp-control lp-{kind}"><span class="lp-label">{label}</span>'
             f"{widget}{out}</label>")
 

@@ -128,6 +128,8 @@ FIXED_UI = [
     # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
     # collapses only outputs (the measurements of predict-then-measure exercises)
     "Show code cell {type}", "Hide code cell {type}",
+    # the accessible name of the number box beside a long slider (tools/sphinx_lectorch.py)
+    "{label} (number)",
     # the theme's footer line (pydata-sphinx-theme has no zh_CN catalog): see _translate_configuration
     "© Copyright {copyright}.",
 ]
