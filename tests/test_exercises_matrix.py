@@ -10,6 +10,7 @@ the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import math
@@ -25,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grading  # noqa: E402
-from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case  # noqa: E402
+from grading.case_seals import references  # noqa: E402
+from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case, sealed_cases  # noqa: E402
+from lectorch.exercises._case_seals import CASES  # noqa: E402
 
 import test_exercises_backprop as tb  # noqa: E402
 import test_exercises_device as td  # noqa: E402
@@ -439,8 +442,6 @@ _ROWS = [(ex_id, i, True) for ex_id, (ok, _) in MATRIX.items() for i in range(le
 
 
 def test_the_matrix_covers_every_function_exercise():
-    from lectorch.exercises import exercises
-
     functions = {ex_id for ex_id, ex in exercises().items() if ex.kind == "function"}
     assert set(MATRIX) == functions
     assert all(len(ok) >= 2 and len(bad) >= 3 for ok, bad in MATRIX.values())
@@ -461,11 +462,7 @@ def test_practice_check_and_grader_agree_on_the_matrix(ex_id, index, correct):
 def _seal_accepts(sealed, value) -> bool:
     """True when the seal view ``sealed`` (``sealed_cases.view``) stands for ``value``: the same
     structure, and each number and tensor element within its tolerance (give or take a bin)."""
-    import dataclasses
-
-    from lectorch.exercises import sealed_cases as sc
-
-    if isinstance(sealed, sc.SealedRecord):
+    if isinstance(sealed, sealed_cases.SealedRecord):
         return (dataclasses.is_dataclass(value) and {f.name for f in dataclasses.fields(value)} == set(sealed.fields)
                 and all(_seal_accepts(v, getattr(value, k)) for k, v in sealed.fields.items()))
     if isinstance(sealed, dict):
@@ -474,7 +471,7 @@ def _seal_accepts(sealed, value) -> bool:
     if isinstance(sealed, (tuple, list)):
         return (isinstance(value, (tuple, list)) and len(value) == len(sealed)
                 and all(_seal_accepts(s, v) for s, v in zip(sealed, value)))
-    if isinstance(sealed, sc.SealedTensor):
+    if isinstance(sealed, sealed_cases.SealedTensor):
         return (isinstance(value, torch.Tensor) and value.dtype == sealed.dtype and value.shape == sealed.shape
                 and not sealed.mismatch(value).any())
     return sealed.matches(value)
@@ -486,10 +483,6 @@ def test_the_public_cases_seals_accept_what_the_references_compute_here():
     references compute on this machine. Not always the same seal: a number within an ulp of a bin
     edge seals differently on another CPU (RMSprop's closure loss did, with the same torch), and
     the practice check accepts a bin either side."""
-    from grading.case_seals import references
-    from lectorch.exercises import exercises, sealed_cases
-    from lectorch.exercises._case_seals import CASES
-
     refs = references()
     sealed = sorted(ex_id for ex_id, ex in exercises().items() if ex.kind == "function" and ex_id in refs)
     assert sorted(CASES) == sealed
@@ -506,8 +499,6 @@ def test_the_public_cases_seals_accept_what_the_references_compute_here():
 
 def test_a_stale_seal_is_caught():
     """The check above fails when a reference changes: a result 1 % off, or of another structure."""
-    from lectorch.exercises import sealed_cases
-
     value = {"loss": 2.5, "grad": torch.tensor([1.0, -2.0])}
     stored = sealed_cases.view(sealed_cases.seal("doc#0", value, rtol=1e-4, atol=1e-6), "doc#0")
     assert _seal_accepts(stored, {"loss": 2.5 * (1 + 1e-6), "grad": torch.tensor([1.0, -2.0])})
@@ -590,7 +581,6 @@ def _edge_answer(name: str, expected, factor: float, sign: int):
 
 
 def test_the_edge_rows_cover_every_tensor_exercise_with_a_tolerance():
-    from lectorch.exercises import exercises
 
     def holds_float_tensor(value):
         if isinstance(value, torch.Tensor):
@@ -620,7 +610,7 @@ def test_one_element_one_percent_inside_each_edge_passes_and_outside_fails(name,
 
 @pytest.mark.parametrize("name", [n for n in EDGE_ANSWERS if not n.startswith("train-resume")])
 def test_the_practice_check_agrees_beyond_one_bin_of_each_edge(name):
-    from grading.case_seals import expected_of, references
+    from grading.case_seals import expected_of
 
     ex, refs = get_exercise(name.split(" ")[0]), references()
     for case in ex.cases:

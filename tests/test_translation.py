@@ -24,6 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import i18n  # noqa: E402
+import sphinx_lectorch_i18n as ui  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN = re.compile(r"[A-Za-z]")
@@ -140,8 +141,6 @@ def test_the_zh_edition_has_the_same_pages_and_chinese_theme_strings(built_book)
 def test_panel_controls_are_labelled_in_each_editions_language(built_book):
     """A panel's control labels come from the notebook's stored output (English); the zh pages show
     their translations (context "panel control" of ``_ui.po``), the English pages the labels."""
-    import sphinx_lectorch_i18n as ui
-
     _ = ui.ui_gettext("zh_CN")
     labels = ui.control_labels()
     assert len(labels) > 20 and "x requires grad" in labels
