@@ -84,20 +84,16 @@ ALL_READY = """() => Array.from(document.querySelectorAll('.lectorch-panel[data-
   .every(p => p.classList.contains('lp-ready'))"""
 
 
-def watch(page, base: str) -> dict[str, list[str]]:
-    """What goes wrong on ``page`` from now on: console and page errors, requests for another host
-    than ``base`` (the browser is offline: they fail), requests to ``base`` that fail. A request
-    cancelled by the page's own navigation (net::ERR_ABORTED, a redirect) is not a failure."""
-    return Watcher(page, base).seen
-
-
 class Watcher:
-    """``watch`` for a tab that visits page after page: what goes wrong goes to ``seen``, which the
-    visit of the next page replaces (a new tab per page starts a renderer process each time,
-    about half a CPU-second on 2 cores, more than some pages' own work)."""
+    """What goes wrong on ``page`` from now on, in ``seen``: console and page errors, requests for
+    another host than ``base`` (the browser is offline: they fail), requests to ``base`` that fail.
+    A request cancelled by the page's own navigation (net::ERR_ABORTED, a redirect) is not a
+    failure. A tab that visits page after page calls :meth:`next` before each (a new tab per page
+    starts a renderer process each time, about half a CPU-second on 2 cores, more than some pages'
+    own work)."""
 
     def __init__(self, page, base: str):
-        self.seen = {"errors": [], "external": [], "failed": []}
+        self.next()
         page.on("console", lambda msg: msg.type == "error" and self.seen["errors"].append(msg.text))
         page.on("pageerror", lambda err: self.seen["errors"].append(str(err)))
         page.on("request", lambda req: req.url.startswith((base, "data:", "blob:"))
@@ -106,6 +102,7 @@ class Watcher:
                 and self.seen["failed"].append(req.url))
 
     def next(self) -> dict[str, list[str]]:
+        """A fresh ``seen`` for the next page (the last page's stays with whoever holds it)."""
         self.seen = {"errors": [], "external": [], "failed": []}
         return self.seen
 

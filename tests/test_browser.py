@@ -45,7 +45,7 @@ class Visit:
         self.own_context = context is None
         self.context = browser.new_context() if context is None else context
         self.page = self.context.new_page()
-        seen = _tour.watch(self.page, base)
+        seen = _tour.Watcher(self.page, base).seen
         self.errors, self.external, self.failed = seen["errors"], seen["external"], seen["failed"]
         self.page.goto(f"{base}/{path}", wait_until="load")
         self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors

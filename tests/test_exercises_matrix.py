@@ -477,6 +477,16 @@ def _seal_accepts(sealed, value) -> bool:
     return sealed.matches(value)
 
 
+def _tolerances(data) -> set[tuple[float, float]]:
+    """The (rtol, atol) pairs that stored seal data (``_case_seals.CASES``) compares within."""
+    if isinstance(data, list):
+        return set().union(*map(_tolerances, data))
+    if not isinstance(data, dict):
+        return set()
+    own = {(data["rtol"], data["atol"])} if "rtol" in data else set()
+    return own.union(*map(_tolerances, data.values()))
+
+
 def test_the_public_cases_seals_accept_what_the_references_compute_here():
     """``_case_seals.py`` (written by ``python -m grading.case_seals``; re-run it after changing a
     public case or a reference) holds a seal for every public case that stands for what the
@@ -487,8 +497,11 @@ def test_the_public_cases_seals_accept_what_the_references_compute_here():
     sealed = sorted(ex_id for ex_id, ex in exercises().items() if ex.kind == "function" and ex_id in refs)
     assert sorted(CASES) == sealed
     for ex_id in sealed:
-        cases = get_exercise(ex_id).cases
+        ex = get_exercise(ex_id)
+        cases = ex.cases
         assert len(CASES[ex_id]) == len(cases), f"{ex_id}: re-seal (python -m grading.case_seals)"
+        # the practice check compares within the seal's tolerance: it must be the exercise's own
+        assert _tolerances(CASES[ex_id]) <= {(ex.rtol, ex.atol)}, f"{ex_id}: re-seal (python -m grading.case_seals)"
         for i, case in enumerate(cases):
             if case.raises is not None:
                 assert CASES[ex_id][i] is None
