@@ -1,5 +1,7 @@
 """One control group per sandbox: a memory limit the kernel counts (anonymous memory, page cache,
-tmpfs, shared memory and memfds alike) and a limit on processes, on cgroup v2 or v1.
+tmpfs, shared memory and memfds alike), a limit on processes and, where the CPU controller is
+available, an equal share of the CPU (each sandbox weighs as much as any other, whichever grader
+started it), on cgroup v2 or v1.
 
     >>> support = probe()          # doctest: +SKIP
     >>> group = Cgroup.create("lectorch-grade-x", memory_bytes=2**30, pids=256)  # doctest: +SKIP
@@ -17,6 +19,12 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+
+#: each sandbox's CPU weight (v1 cpu.shares, v2 cpu.weight): the defaults, so that under load a
+#: sandbox with 200 spinning threads gets as much CPU as one with a single thread
+CPU_SHARES = 1024
+CPU_WEIGHT = 100
 
 
 def _mounts() -> list[tuple[str, str, list[str]]]:
@@ -69,6 +77,7 @@ class Cgroup:
     version: int
     memory: Path
     pids: Path | None
+    cpu: Path | None = None
 
     @classmethod
     def create(cls, prefix: str, *, memory_bytes: int, pids: int) -> "Cgroup":
@@ -88,17 +97,28 @@ class Cgroup:
                     pids_dir = p1 / name
                     pids_dir.mkdir()
                     (pids_dir / "pids.max").write_text(str(pids))
+                cpu_dir = None
+                c1 = _v1_dir("cpu")
+                if c1 is not None and os.access(c1, os.W_OK):
+                    cpu_dir = c1 / name
+                    cpu_dir.mkdir()
+                    (cpu_dir / "cpu.shares").write_text(str(CPU_SHARES))
             except OSError:
-                cls(1, memory, None).remove()
+                cls(1, memory, pids_dir, cpu_dir).remove()
                 raise
-            return cls(1, memory, pids_dir)
+            return cls(1, memory, pids_dir, cpu_dir)
         v2 = _v2_dir()
         if v2 is None:
             raise OSError("no cgroup v1 memory hierarchy and no cgroup v2")
         enabled = set((v2 / "cgroup.subtree_control").read_text().split())
-        if not {"memory", "pids"} <= enabled:
+        try:
+            offered = set((v2 / "cgroup.controllers").read_text().split())
+        except OSError:
+            offered = set()
+        want = {"memory", "pids"} | ({"cpu"} & offered)
+        if not want <= enabled:
             try:
-                (v2 / "cgroup.subtree_control").write_text("+memory +pids")
+                (v2 / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in ("memory", "pids", "cpu") if c in want))
             except OSError as err:  # e.g. EBUSY: this cgroup holds processes (the grader itself)
                 raise OSError(err.errno, f"cannot enable the memory and pids controllers under {v2} "
                               f"({err.strerror}); run the grader alone in a delegated cgroup whose "
@@ -110,17 +130,24 @@ class Cgroup:
             if (group / "memory.swap.max").exists():
                 (group / "memory.swap.max").write_text("0")
             (group / "pids.max").write_text(str(pids))
+            if (group / "cpu.weight").exists():
+                (group / "cpu.weight").write_text(str(CPU_WEIGHT))
         except OSError:
             cls(2, group, None).remove()
             raise
-        return cls(2, group, group)
+        return cls(2, group, group, group if (group / "cpu.weight").exists() else None)
 
     def procs_files(self) -> list[str]:
         """The files a process writes its pid to, to enter this group (before it starts anything)."""
-        files = [str(self.memory / "cgroup.procs")]
-        if self.pids is not None and self.pids != self.memory:
-            files.append(str(self.pids / "cgroup.procs"))
-        return files
+        return [str(d / "cgroup.procs") for d in self.dirs()]
+
+    def dirs(self) -> list[Path]:
+        """Its folders, one per hierarchy (v2: one)."""
+        out = [self.memory]
+        for d in (self.pids, self.cpu):
+            if d is not None and d not in out:
+                out.append(d)
+        return out
 
     def oom_kills(self) -> int:
         """Processes the kernel killed for exceeding the memory limit."""
@@ -143,7 +170,7 @@ class Cgroup:
 
     def pids_now(self) -> list[int]:
         out: set[int] = set()
-        for folder in {self.memory, self.pids} - {None}:
+        for folder in self.dirs():
             try:
                 out.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
             except (OSError, ValueError):
@@ -172,7 +199,7 @@ class Cgroup:
             time.sleep(0.02)
 
     def remove(self, seconds: float = 5.0) -> None:
-        for folder in {self.memory, self.pids} - {None}:
+        for folder in self.dirs():
             for _ in range(int(seconds / 0.05)):
                 try:
                     folder.rmdir()
@@ -187,7 +214,7 @@ def remove_stale(prefix: str = "lectorch-grade-") -> int:
     """Remove the empty cgroups ``<prefix><pid>-…`` left by graders that were killed (their pid is
     gone); a cgroup still holding a process is never removed (rmdir refuses it). Returns how many."""
     removed = 0
-    folders = [d for d in (_v1_dir("memory"), _v1_dir("pids"), _v2_dir()) if d is not None]
+    folders = [d for d in (_v1_dir("memory"), _v1_dir("pids"), _v1_dir("cpu"), _v2_dir()) if d is not None]
     for folder in folders:
         try:
             entries = list(folder.glob(f"{prefix}*"))
@@ -216,6 +243,7 @@ def probe(memory_bytes: int = 64 * 2**20) -> tuple[str | None, str]:
         kind = f"v{group.version}"
         what = "memory.max" if group.version == 2 else "memory.limit_in_bytes"
         pids = "pids.max" if group.pids is not None else "no pids controller (RLIMIT_NPROC only)"
-        return kind, f"cgroup {kind} per sandbox ({what}, counting tmpfs, shared memory and memfds; {pids})"
+        cpu = "an equal CPU share" if group.cpu is not None else "no CPU controller (the kernel's default sharing)"
+        return kind, f"cgroup {kind} per sandbox ({what}, counting tmpfs, shared memory and memfds; {pids}; {cpu})"
     finally:
         group.remove()

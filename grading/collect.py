@@ -26,7 +26,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 MAX_NOTEBOOKS = 40
@@ -54,6 +55,53 @@ def escape(name: str) -> str:
     return "".join(out)
 
 
+def ascii_name(name: str) -> str:
+    """``name`` with every character that is not printable ASCII escaped: two names that look
+    alike are told apart (``Jos\\xe9``, ``Jose\\u0301``, ``\\u0430lice``).
+
+    >>> ascii_name("Jos\u00e9"), ascii_name("Jose\u0301"), ascii_name("\u0430lice")
+    ('Jos\\\\xe9', 'Jose\\\\u0301', '\\\\u0430lice')
+    """
+    out = []
+    for ch in escape(name):
+        code = ord(ch)
+        if code < 0x80:
+            out.append(ch)
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+#: letters of other scripts drawn like Latin ones (after case folding), the usual suspects
+CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "і": "i", "ї": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w",
+    "һ": "h", "ӏ": "l", "ɡ": "g", "ı": "i", "ο": "o", "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i",
+    "κ": "k", "ν": "v", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j", "ѵ": "v", "ԍ": "g",
+    "0": "o", "1": "l", "|": "l",
+})
+
+
+def skeleton(name: str) -> str:
+    """What ``name`` looks like: compatibility-normalised, case-folded, invisible characters and
+    accents dropped, look-alike letters of other scripts mapped to Latin."""
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Mn", "Me", "Cf"))
+    return text.translate(CONFUSABLES)
+
+
+def look_alikes(names: list[str]) -> dict[str, list[str]]:
+    """For each name of ``names`` that looks like another, the others it looks like."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(skeleton(name), []).append(name)
+    return {name: [o for o in group if o != name] for group in groups.values() if len(group) > 1 for name in group}
+
+
 @dataclass(frozen=True)
 class Notebook:
     """One notebook to grade: ``parts`` is its path inside the submission (relative, no link)."""
@@ -62,6 +110,9 @@ class Notebook:
     parts: tuple[str, ...]     # () for a notebook lying directly in SUBMISSIONS
     name: str                  # the file name: which chapter it is
     size: int
+    inode: tuple[int, int] = (0, 0)    # (device, inode) when collected
+    nlink: int = 1                     # its names when collected (more than one: see shared_files)
+    staged: str = ""                   # its private copy (stage), read when it is graded
 
     @property
     def where(self) -> str:
@@ -75,7 +126,7 @@ class Refused:
     submission: str
     where: str
     name: str                  # the chapter's file name when it is a notebook, else ""
-    why: str                   # "link" | "duplicate" | "not a file" | "cap" | "unreadable"
+    why: str                   # "link" | "duplicate" | "not a file" | "cap" | "unreadable" | "shared"
     detail: str
 
 
@@ -177,15 +228,69 @@ def _file(submission: str, parts: tuple[str, ...], name: str, info: os.stat_resu
     where = "/".join(parts) if parts else name
     if not stat.S_ISREG(info.st_mode):
         refused.append(Refused(submission, where, name, "not a file", "not a regular file"))
-    elif info.st_nlink > 1:
-        refused.append(Refused(submission, where, name, "link",
-                               f"a hard link ({info.st_nlink} names for one file): links are not graded"))
     elif info.st_size > NOTEBOOK_MAX:
         refused.append(Refused(submission, where, name, "cap",
                                f"{info.st_size / 2**20:.0f} MiB, over the {NOTEBOOK_MAX / 2**20:.0f} MiB per notebook"))
-    else:
-        return Notebook(submission, parts, name, info.st_size)
+    else:  # a hard link is decided class-wide (shared_files)
+        return Notebook(submission, parts, name, info.st_size, (info.st_dev, info.st_ino), info.st_nlink)
     return None
+
+
+def shared_files(collected: dict[str, list[Notebook]]) -> tuple[dict[str, list[Notebook]], list[Refused]]:
+    """Decide the notebooks with more than one name, given every submission's collected notebooks.
+
+    A file whose every name is in the class's submissions is graded under each (from private
+    copies); when its names are in two submissions or more, each gets a "shared" report naming the
+    others (the instructor decides who copied whom: the original's owner is graded as usual). A
+    file with a name outside the submissions (a link to the instructor's files) is refused."""
+    names: dict[tuple[int, int], list[Notebook]] = {}
+    for found in collected.values():
+        for nb in found:
+            if nb.nlink > 1:
+                names.setdefault(nb.inode, []).append(nb)
+    kept: dict[str, list[Notebook]] = {}
+    notes: list[Refused] = []
+    for submission, found in collected.items():
+        kept[submission] = []
+        for nb in found:
+            if nb.nlink == 1:
+                kept[submission].append(nb)
+                continue
+            group = names[nb.inode]
+            if len(group) < nb.nlink:
+                notes.append(Refused(submission, nb.where, nb.name, "link",
+                                     f"a hard link ({nb.nlink} names for one file, some outside the submissions): "
+                                     "links are not graded"))
+                continue
+            kept[submission].append(nb)
+            others = sorted({(o.submission, o.where) for o in group if o.submission != submission})
+            if others:
+                notes.append(Refused(submission, nb.where, nb.name, "shared",
+                                     "the same file (a hard link) as " + ", ".join(f"{escape(s)}/{escape(w)}"
+                                                                                  for s, w in others)
+                                     + ": graded in each; look at who copied whom"))
+    return kept, notes
+
+
+def stage(folder: Path, nb: Notebook, staging: Path, number: int) -> Notebook:
+    """Copy ``nb`` into the private folder ``staging`` now (``ValueError`` when it cannot be read
+    as collected); the copy is what is graded."""
+    data = read_notebook(folder, nb)
+    path = Path(staging) / f"{number}.ipynb"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return replace(nb, staged=str(path))
+
+
+def read_staged(nb: Notebook) -> bytes:
+    """The bytes of a staged notebook (its private copy), within the cap."""
+    fd = os.open(nb.staged, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(NOTEBOOK_MAX + 1)
+    if len(data) > NOTEBOOK_MAX:
+        raise ValueError(f"over the {NOTEBOOK_MAX / 2**20:.0f} MiB per notebook")
+    return data
 
 
 def _choose(submission: str, found: list[Notebook], refused: list[Refused]) -> tuple[list[Notebook], list[Refused]]:
@@ -241,8 +346,9 @@ def read_notebook(folder: Path, nb: Notebook) -> bytes:
         os.close(top)
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-            raise ValueError("it is no longer a regular file with one name")
+        if (not stat.S_ISREG(info.st_mode) or info.st_nlink != nb.nlink
+                or (nb.inode != (0, 0) and (info.st_dev, info.st_ino) != nb.inode)):
+            raise ValueError("it is no longer the file that was collected")
         data = f.read(NOTEBOOK_MAX + 1)
     if len(data) > NOTEBOOK_MAX:
         raise ValueError(f"over the {NOTEBOOK_MAX / 2**20:.0f} MiB per notebook")

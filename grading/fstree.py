@@ -46,9 +46,10 @@ def _entries(fd: int) -> list[tuple[str, bool]]:
 
 
 def tree_size(path: Path, max_entries: int = 10_000) -> tuple[int, int]:
-    """(bytes, entries) under ``path``. It stops counting past ``max_entries`` entries or
-    :data:`MAX_OPEN` levels (then the entries returned are ``max_entries + 1``). Links are counted,
-    never followed."""
+    """(bytes, entries) under ``path``. A file counts its size or the blocks it holds, whichever is
+    more (space preallocated past its size, e.g. ``fallocate`` with ``FALLOC_FL_KEEP_SIZE``, is
+    counted). It stops counting past ``max_entries`` entries or :data:`MAX_OPEN` levels (then the
+    entries returned are ``max_entries + 1``). Links are counted, never followed."""
     total, count = 0, 0
     try:
         stack = [_open_dir(str(path), None)]
@@ -64,7 +65,8 @@ def tree_size(path: Path, max_entries: int = 10_000) -> tuple[int, int]:
                     if count > max_entries:
                         return total, count
                     try:
-                        total += os.stat(name, dir_fd=stack[-1], follow_symlinks=False).st_size
+                        info = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                        total += max(info.st_size, info.st_blocks * 512)
                     except OSError:
                         pass
                     if is_dir:

@@ -12,8 +12,10 @@ cleaning up one notebook is caught and recorded for that notebook alone. Results
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from typing import Any
 
 import grading
 from grading import collect, readback, sandbox
-from grading.collect import Notebook, Refused, escape
+from grading.collect import Notebook, Refused, ascii_name, escape
 from grading.judge import judge
 from grading.report import Grade, Records, Report, Run
 from grading.sandbox import Isolation, Limits
@@ -78,6 +80,36 @@ class Context:
     isolation: Isolation
     public: list[Path]
     workdir: Path | None = None
+    shown: dict[str, str] = dataclasses.field(default_factory=dict)  # submission -> its name as shown
+    budget: "Budget | None" = None
+
+    def name(self, submission: str) -> str:
+        return self.shown.get(submission) or escape(submission)
+
+
+class Budget:
+    """Seconds of sandbox time each submission may use in all (its notebooks together): a student
+    whose every chapter stalls costs this much slot time, not one timeout per chapter. A run
+    reserves its timeout first and is charged what it used (so parallel runs cannot overspend)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.used: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def reserve(self, submission: str, want: float) -> float:
+        """Seconds granted for one run (0: the submission's time is spent)."""
+        with self.lock:
+            left = self.seconds - self.used.get(submission, 0.0)
+            grant = max(0.0, min(want, left))
+            if grant < 1.0:
+                return 0.0
+            self.used[submission] = self.used.get(submission, 0.0) + grant
+            return grant
+
+    def settle(self, submission: str, granted: float, used: float) -> None:
+        with self.lock:
+            self.used[submission] -= granted - min(used, granted)
 
 
 def _not_graded(submission: str, notebook: str, chapter: Chapter | None, status: str, why: str) -> list[Grade]:
@@ -89,7 +121,7 @@ def _not_graded(submission: str, notebook: str, chapter: Chapter | None, status:
 def grade_notebook(ctx: Context, nb: Notebook, slot: int = 0) -> tuple[list[Grade], Run]:
     """Grade one collected notebook; never raises (a failure is this notebook's grade)."""
     start = time.monotonic()
-    sub, name, where = escape(nb.submission), escape(nb.name), escape(nb.where)
+    sub, name, where = ctx.name(nb.submission), escape(nb.name), escape(nb.where)
     chapter = ctx.chapters.get(nb.name)
     if chapter is None:
         run = Run(sub, name, "no reference", 0.0, f"no reference chapter named {name}", where)
@@ -118,7 +150,7 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
         return [grades[i] for i, _ in chapter.calls], outcome, detail
 
     try:
-        data = collect.read_notebook(ctx.folder, nb)
+        data = collect.read_staged(nb) if nb.staged else collect.read_notebook(ctx.folder, nb)
         text = data.decode("utf-8")
         import json
 
@@ -147,11 +179,29 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
             inputs[index] = [{"args": c["args"], "kwargs": c["kwargs"], "call": c.get("call")} for c in entry["cases"]]
     if not plan_items:
         return result("ok", "")
-    with sandbox.run(data, nb.name, plan_items, inputs, limits=ctx.limits, isolation=ctx.isolation,
-                     public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
-        del data
-        for item in plan_items:  # one answer in memory at a time
-            grades[item["id"]] = _judge_item(ctx, ran, item, sub, name)
+    limits, granted = ctx.limits, None
+    if ctx.budget is not None:
+        granted = ctx.budget.reserve(nb.submission, limits.timeout_s)
+        if not granted:
+            detail = (f"this submission's grading time is spent ({ctx.budget.seconds:g} s for all its notebooks, "
+                      "set by grade's --student-seconds)")
+            for item in plan_items:
+                grades[item["id"]] = Grade(sub, name, item["id"], "not reached", detail)
+            return result("budget", detail)
+        limits = dataclasses.replace(limits, timeout_s=granted)
+    used = 0.0
+    try:
+        with sandbox.run(data, nb.name, plan_items, inputs, limits=limits, isolation=ctx.isolation,
+                         public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
+            del data
+            used = ran.seconds
+            for item in plan_items:  # one answer in memory at a time
+                grades[item["id"]] = _judge_item(ctx, ran, item, sub, name)
+    finally:
+        if granted:
+            ctx.budget.settle(nb.submission, granted, used)
+    if ran.outcome == "timeout" and granted is not None and granted < ctx.limits.timeout_s:
+        ran.detail += f" (what was left of this submission's {ctx.budget.seconds:g} s)"
     if ran.cleanup:  # the grades stand; the instructor hears of it
         return result(ran.outcome, f"{ran.detail}; clean-up: {ran.cleanup}".lstrip("; "))
     return result(ran.outcome, ran.detail)
@@ -185,11 +235,11 @@ def _refused_rows(ctx: Context, refused: list[Refused], graded: list[Notebook]) 
     rows = []
     graded_names = {(nb.submission, nb.name) for nb in graded}
     for r in refused:
-        sub, name = escape(r.submission), escape(r.name) if r.name else ""
-        outcome = "duplicate" if r.why == "duplicate" else "refused"
+        sub, name = ctx.name(r.submission), escape(r.name) if r.name else ""
+        outcome = r.why if r.why in ("duplicate", "shared") else "refused"
         run = Run(sub, name, outcome, 0.0, f"{r.why}: {escape(r.detail)}", escape(r.where))
         grades = []
-        if r.name and (r.submission, r.name) not in graded_names and r.name in ctx.chapters:
+        if outcome != "shared" and r.name and (r.submission, r.name) not in graded_names and r.name in ctx.chapters:
             graded_names.add((r.submission, r.name))
             grades = _not_graded(sub, name, ctx.chapters[r.name], "not graded", run.detail)
         rows.append((run, grades))
@@ -211,17 +261,22 @@ def grade_folder(folder: Path, *, bundle: Path | dict, reference_dir: Path, regi
                  timeout_s: float = 300, memory_gb: float = 4, isolation: str = "auto", public: list[Path] = (),
                  max_tasks: int = 256, jobs: int | None = None, shard: tuple[int, int] = (1, 1),
                  records: Path | None = None, progress: bool = False, use_cgroups: bool = True,
-                 workdir: Path | None = None) -> Report:
+                 workdir: Path | None = None, student_s: float | None = None) -> Report:
     """Grade every submission of ``folder`` (of shard ``shard``) with ``jobs`` sandboxes at a time.
 
     ``public``: extra exercise modules (Python files) the students have too; the sandbox can import
     them. ``registry`` (default: every exercise of lectorch) must hold their exercises. ``records``:
     the JSONL file each graded notebook is appended to as soon as it is decided. ``workdir``: where
-    the sandboxes' folders are made (default: the temporary folder)."""
+    the sandboxes' folders and the private copies of the submissions are made (default: the
+    temporary folder). ``student_s``: the sandbox seconds of one submission, all its notebooks
+    together (default: three timeouts)."""
     from lectorch.exercises import exercises
 
     if timeout_s <= 0 or memory_gb <= 0:
         raise ValueError("timeout_s and memory_gb must be > 0")
+    student_s = 3 * timeout_s if student_s is None else float(student_s)
+    if student_s <= 0:
+        raise ValueError(f"student_s={student_s:g}: give a number of seconds > 0 (--student-seconds)")
     jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs={jobs}: give at least 1 (--jobs N)")
@@ -247,22 +302,57 @@ def grade_folder(folder: Path, *, bundle: Path | dict, reference_dir: Path, regi
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     limits = Limits(timeout_s=timeout_s, memory_bytes=int(memory_gb * 2**30), max_tasks=max_tasks,
                     threads=max(1, cores // jobs) if jobs > 1 else 0)
-    ctx = Context(folder, chapters, bundle, registry, limits, iso, [Path(p) for p in public], workdir)
+    ctx = Context(folder, chapters, bundle, registry, limits, iso, [Path(p) for p in public], workdir,
+                  budget=Budget(student_s))
+    # names that look alike are decided over the whole class (every shard shows them the same way)
+    alike = collect.look_alikes([n for n, _ in everyone])
+    ctx.shown = {n: ascii_name(n) for n in alike}
     report = Report(iso.description, info, shard=f"{index}/{count}")
     log = Records(records, {"isolation": iso.description, "bundle": info, "shard": f"{index}/{count}"})
+    staging = sandbox.make_folder(workdir)
+    os.chmod(staging, 0o700)
     try:
+        def note(run: Run, grades: list[Grade]) -> None:
+            report.runs.append(run)
+            report.grades += grades
+            log.add(run, grades)
+
+        mine = {n for n, _ in names}
+        for name in sorted(mine & set(alike)):
+            note(Run(ctx.name(name), "", "look-alike", 0.0,
+                     "looks like " + ", ".join(ctx.name(o) for o in alike[name])
+                     + ": names shown with their non-ASCII characters escaped; check who is who"), [])
+        # every submission is walked (a hard link's other name may be in another shard's), this
+        # shard's are graded
+        collected, refused_all = {}, {}
+        for name, _ in everyone:
+            collected[name], refused_all[name] = collect.collect_submission(folder, name)
+        kept, notes = collect.shared_files(collected)
+        for r in notes:
+            refused_all[r.submission].append(r)
         notebooks: list[Notebook] = []
+        number = 0
         for name, _ in names:
-            found, refused = collect.collect_submission(folder, name)
+            found, refused = [], refused_all[name]
+            for nb in kept[name]:  # copied now, before anything is judged
+                number += 1
+                try:
+                    found.append(collect.stage(folder, nb, staging, number))
+                except (OSError, ValueError) as err:
+                    refused.append(Refused(name, nb.where, nb.name, "unreadable",
+                                           f"it could not be copied for grading ({type(err).__name__}: "
+                                           f"{escape(str(err))[:100]})"))
             notebooks += found
             for run, grades in _refused_rows(ctx, refused, found):
-                report.runs.append(run)
-                report.grades += grades
-                log.add(run, grades)
+                note(run, grades)
         _grade_all(ctx, notebooks, jobs, report, log, progress)
         log.finish(len(report.runs))
     finally:
         log.close()
+        try:
+            sandbox.remove_folder(staging)
+        except OSError:  # left for the next grader's sweep of stale folders (it carries our marker)
+            pass
     report.sort()
     return report
 

@@ -27,6 +27,17 @@ def printable(text: str) -> str:
     """``text`` with its non-printable characters escaped (idempotent: names are stored escaped)."""
     return text if text.isprintable() else escape(text)
 
+
+def _clean_fields(record) -> None:
+    """Every text field of a grade or run made printable: a student's text (an exception message,
+    a name) may hold lone surrogates or control characters, which no file or terminal must see."""
+    for name, value in vars(record).items():
+        if isinstance(value, str):
+            setattr(record, name, printable(value))
+        elif name != "seconds":
+            setattr(record, name, printable(str(value)))
+
+
 STATUSES = ("passed", "failed", "not implemented", "error", "missing", "not reached", "not graded")
 RECORDS_FORMAT = "lectorch-grades-records"
 
@@ -39,6 +50,9 @@ class Grade:
     status: str
     message: str
 
+    def __post_init__(self) -> None:
+        _clean_fields(self)
+
     @property
     def passed(self) -> bool:
         return self.status == "passed"
@@ -48,10 +62,14 @@ class Grade:
 class Run:
     submission: str
     notebook: str
-    outcome: str        # ok | timeout | memory | output | crashed | invalid | no reference | refused | duplicate | error
+    outcome: str        # ok | timeout | memory | output | crashed | invalid | no reference | refused | duplicate |
+    #                     error | budget | shared (one file in two submissions) | look-alike (two names alike)
     seconds: float
     detail: str = ""
     where: str = ""     # the path inside the submission
+
+    def __post_init__(self) -> None:
+        _clean_fields(self)
 
 
 @dataclass
@@ -83,11 +101,16 @@ def table(report: Report | list[Grade]) -> str:
     passed = sum(g.passed for g in grades)
     lines.append(f"\n{passed} passed, {len(grades) - passed} not passed")
     if isinstance(report, Report):
-        notes = [r for r in report.runs if r.outcome in ("refused", "duplicate", "error")]
+        notes = [r for r in report.runs if r.outcome in ("refused", "duplicate", "error", "budget")]
         if notes:
             lines.append("\nnot graded:")
             lines += [f"  {printable(r.submission)}/{printable(r.where or r.notebook)}: {printable(r.detail)}"
                       for r in notes]
+        flags = [r for r in report.runs if r.outcome in ("shared", "look-alike")]
+        if flags:
+            lines.append("\nto look at:")
+            lines += [f"  {printable(r.submission)}{'/' + printable(r.where) if r.where else ''}: {printable(r.detail)}"
+                      for r in flags]
         lines.insert(0, f"isolation: {report.isolation}\n")
     return "\n".join(lines)
 
@@ -143,8 +166,11 @@ def read_records(path: Path) -> tuple[dict, list[Run], list[Grade]]:
             if "finished" in obj:
                 header["finished"] = True
                 continue
-            runs.append(Run(**obj["run"]))
-            grades += [Grade(**g) for g in obj["grades"]]
+            try:
+                runs.append(Run(**obj["run"]))
+                grades += [Grade(**g) for g in obj["grades"]]
+            except (TypeError, KeyError) as err:
+                raise ValueError(f"{path}: line {number} is not a record of the grader ({err})") from None
     if header is None:
         raise ValueError(f"{path}: empty records file")
     return header, runs, grades
@@ -186,7 +212,12 @@ def merge(paths: Iterable[Path]) -> Report:
 
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` atomically (a reader sees the old file or the new one)."""
-    _atomic(Path(path), json.dumps(data, indent=2, ensure_ascii=False))
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate somewhere: every non-ASCII character escaped
+        text = json.dumps(data, indent=2, ensure_ascii=True)
+    _atomic(Path(path), text)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -196,7 +227,7 @@ def write_text(path: Path, text: str) -> None:
 def _atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".grades-")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

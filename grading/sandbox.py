@@ -37,11 +37,17 @@ HARNESS = Path(harness.__file__).resolve()
 #: first on the sandbox's PYTHONPATH: stand-ins that skip a costly import nothing there needs
 #: (see ``kernel_site/rfc3987_syntax.py``); read-only, like the harness
 KERNEL_SITE = HARNESS.parent / "kernel_site"
-#: uid of the sandbox of worker slot ``i`` when the grader runs as root: one user per slot, so
-#: that per-user limits (RLIMIT_NPROC) of one sandbox never count another's processes
+#: uids of the sandboxes when the grader runs as root: each grader on the host takes a range of
+#: :data:`UID_RANGE` uids (:func:`uid_base`), one user per worker slot, so that per-user limits
+#: (RLIMIT_NPROC, key quotas) of one sandbox never count another's processes, whichever grader
+#: started it
 SANDBOX_UID = 1_900_000_000
+UID_RANGE = 1024
+UID_RANGES = 200_000
+#: where graders take their uid ranges: one lock file per range, held (flock) while a grader runs
+UID_LOCKS = ("/run/lectorch-grade", "/tmp/lectorch-grade-uids")
 OUTPUT_TAIL = 64 * 1024          # bytes of the sandbox's stdout kept for messages
-OUT_MAX = 512 * 2**20            # bytes the sandbox may write to its output folder
+OUT_MAX = 512 * 2**20            # bytes the sandbox may write to its output folder (its tmpfs's size)
 OUT_ENTRIES = 2_000              # files and folders it may make there
 GRACE_S = 8                      # the grader kills a sandbox this long after its timeout, at most
 
@@ -108,14 +114,19 @@ def detect(isolation: str = "auto", *, use_cgroups: bool = True) -> Isolation:
     kind, cg = cgroups.probe() if use_cgroups else (None, "cgroups not used: memory is watched by polling (PSS)")
     if kind is not None:
         cgroups.remove_stale()
+    out = (f"output folder on its own {OUT_MAX // 2**20} MiB tmpfs" if tmpfs_works() else
+           "output folder on the temporary folder's disk (its allocated blocks polled)")
     if mode == "bwrap":
-        who = "as an unprivileged user per worker" if os.geteuid() == 0 else "in a user namespace"
+        who = ("as an unprivileged user per worker (a uid range per grader)" if os.geteuid() == 0 else
+               "in a user namespace")
         text = (f"bubblewrap: own PID, network, IPC and mount namespaces {who}; read-only system, Python and "
-                f"lectorch only; private /tmp; {cg}; rlimits (data memory, processes, open files, CPU, file size)")
+                f"lectorch only; private /tmp; {out}; {cg}; a fresh session keyring, key system calls denied; "
+                "rlimits (data memory, processes, open files, CPU, file size)")
     else:
         root = " (as root: the process limit does not apply)" if os.geteuid() == 0 and kind is None else ""
         text = ("WEAK (no bubblewrap): process group, private temporary folder, scrubbed environment, "
-                f"{cg}, rlimits{root}; the notebook CAN read your files, use the network and signal your processes")
+                f"{out}, {cg}, rlimits{root}; the notebook CAN read your files, use the network and signal your "
+                "processes")
     return Isolation(mode, kind, text)
 
 
@@ -193,6 +204,126 @@ def _bwrap_command(box: Path, env: dict[str, str], memory_bytes: int, public: li
     return cmd
 
 
+_UID_LOCK = threading.Lock()
+_UID_BASE: int | None = None
+_UID_FD: int | None = None
+
+
+def uid_base() -> int:
+    """The first uid of this grader's range, taken once per process: the first range whose lock
+    file (in :data:`UID_LOCKS`) no other live grader holds. The kernel drops the lock when the
+    grader ends, however it ends."""
+    global _UID_BASE, _UID_FD
+    import fcntl
+
+    with _UID_LOCK:
+        if _UID_BASE is not None:
+            return _UID_BASE
+        for folder in UID_LOCKS:
+            try:
+                os.makedirs(folder, mode=0o755, exist_ok=True)
+                info = os.stat(folder, follow_symlinks=False)
+                if not os.path.isdir(folder) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+                    continue  # a folder someone else could swap locks in
+            except OSError:
+                continue
+            for index in range(UID_RANGES):
+                fd = os.open(os.path.join(folder, f"uids-{index}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    continue
+                _UID_BASE, _UID_FD = SANDBOX_UID + index * UID_RANGE, fd
+                return _UID_BASE
+        raise RuntimeError(f"no free range of sandbox uids (lock files in {' or '.join(UID_LOCKS)})")
+
+
+def sandbox_uid(slot: int) -> int:
+    if not 0 <= slot < UID_RANGE:
+        raise ValueError(f"worker slot {slot}: at most {UID_RANGE} sandboxes at a time (--jobs)")
+    return uid_base() + slot
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_MNT_DETACH = 2
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+
+
+def _mount_tmpfs(path: Path, size: int, uid: int | None) -> bool:
+    """A tmpfs of ``size`` bytes on ``path`` (root only): every byte written there, sparse or
+    preallocated, is a page the kernel counts against its size and the writer's memory cgroup."""
+    owner = 0 if uid is None else uid
+    options = f"size={size},nr_inodes={OUT_ENTRIES * 2},mode=0700,uid={owner},gid={owner}".encode()
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    return _libc.mount(b"tmpfs", os.fsencode(str(path)), b"tmpfs", ctypes.c_ulong(flags), options) == 0
+
+
+def _unmount(path: Path) -> None:
+    """Detach a tmpfs this grader mounted (its pages are freed once no process holds a file of it)."""
+    for _ in range(4):  # mounted twice by a race? detach until it is a plain folder
+        if not os.path.ismount(path):
+            return
+        if _libc.umount2(os.fsencode(str(path)), _MNT_DETACH) != 0:
+            return
+
+
+_TMPFS: bool | None = None
+
+
+def tmpfs_works() -> bool:
+    """True when this grader can give each sandbox's output folder a tmpfs of its own (root)."""
+    global _TMPFS
+    if _TMPFS is None:
+        _TMPFS = False
+        if os.geteuid() == 0:
+            probe = Path(tempfile.mkdtemp(prefix="lectorch-tmpfs-probe-"))
+            try:
+                if _mount_tmpfs(probe, 2**20, None):
+                    _TMPFS = True
+                    _unmount(probe)
+            finally:
+                with contextlib.suppress(OSError):
+                    probe.rmdir()
+    return _TMPFS
+
+
+#: syscall numbers of add_key, request_key, keyctl, and the audit arch, per machine
+_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+
+#: the sandbox's first process (run with ``python -S -c``): enters the cgroup(s) named by its first
+#: arguments, joins a fresh anonymous session keyring (the grader's own, e.g. a login's Kerberos
+#: tickets, stays behind), installs a seccomp filter that denies the key system calls (and any
+#: other machine's system call ABI), then becomes the command. No Python preexec_fn: the grader
+#: has threads.
+_PRELUDE = r"""
+import ctypes, os, platform, struct, sys
+n = int(sys.argv[1])
+for path in sys.argv[2:2 + n]:
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+cmd = sys.argv[2 + n:]
+libc = ctypes.CDLL(None, use_errno=True)
+table = %r
+if platform.machine() in table:
+    arch, keys = table[platform.machine()]
+    nr_keyctl = keys[2]
+    if libc.syscall(ctypes.c_long(nr_keyctl), ctypes.c_long(1), ctypes.c_long(0)) < 0:  # JOIN_SESSION_KEYRING
+        sys.exit("lectorch-grade: could not join a fresh session keyring")
+    ALLOW, DENY = 0x7FFF0000, 0x00050000 | 1            # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    prog = [(LD, 0, 0, 4), (JEQ, 1, 0, arch), (RET, 0, 0, DENY), (LD, 0, 0, 0), (JGE, 4, 0, 0x40000000),
+            (JEQ, 3, 0, keys[0]), (JEQ, 2, 0, keys[1]), (JEQ, 1, 0, keys[2]), (RET, 0, 0, ALLOW), (RET, 0, 0, DENY)]
+    raw = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in prog))
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    fprog = Prog(len(prog), ctypes.addressof(raw))
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # NO_NEW_PRIVS, SECCOMP
+        sys.exit("lectorch-grade: could not install the seccomp filter")
+os.execvp(cmd[0], cmd)
+""" % (_KEY_SYSCALLS,)
+
+
 #: a sandbox folder's owner: "<grader pid> <its start time>" (a folder is stale once that process is gone)
 MARKER = ".lectorch-grader"
 FOLDER_PREFIX = "lectorch-grade-"
@@ -226,6 +357,7 @@ def make_folder(workdir: Path | None = None) -> Path:
 
 def remove_folder(box: Path) -> None:
     """Remove a folder :func:`make_folder` made (and forget it once it is gone)."""
+    _unmount(box / "out")
     remove_tree(box)
     with _LIVE_LOCK:
         _FOLDERS.discard(box)
@@ -252,6 +384,7 @@ def remove_stale_folders(workdir: Path | None = None) -> list[Path]:
             pid, started = marker.read_text(encoding="ascii")[:64].split()
             if _start_time(int(pid)) == started:  # its grader still runs
                 continue
+            _unmount(Path(entry.path) / "out")
             remove_tree(Path(entry.path))
             removed.append(Path(entry.path))
         except (OSError, ValueError):
@@ -288,6 +421,9 @@ def abort_all() -> None:
                 group.remove()
     with _LIVE_LOCK:
         made = set(_FOLDERS)
+    for box in made:
+        with contextlib.suppress(OSError):
+            _unmount(Path(box) / "out")
     deadline = time.monotonic() + 10.0  # a worker thread may be removing one meanwhile: until none is left
     while made and time.monotonic() < deadline:
         for box in list(made):
@@ -309,15 +445,13 @@ def abort_all() -> None:
                         continue
                     for attempt in range(3):  # a last write of a dying process may race the first pass
                         with contextlib.suppress(OSError):
+                            _unmount(Path(entry.path) / "out")
                             remove_tree(Path(entry.path))
                         if not os.path.lexists(entry.path):
                             break
                         time.sleep(0.1)
 
 
-#: enters the cgroup(s) named by its first arguments, then becomes the command (no Python
-#: preexec_fn: the grader has threads)
-_ENTER = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
 
 
 class _Drain(threading.Thread):
@@ -406,6 +540,8 @@ def _prepare(box: Path, notebook: bytes, name: str, plan_items: list[dict], inpu
     (box / "in" / "inputs").mkdir(parents=True)
     (box / "out").mkdir()
     (box / "tmp").mkdir()
+    if tmpfs_works() and not _mount_tmpfs(box / "out", OUT_MAX, uid):
+        raise OSError(f"could not mount the output folder's tmpfs ({os.strerror(ctypes.get_errno())})")
     (box / "in" / "notebook.ipynb").write_bytes(notebook)
     plan_items = [dict(i) for i in plan_items]
     for item in plan_items:
@@ -465,7 +601,7 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
     with _LIVE_LOCK:
         _LIVE[key] = (None, None, box)
     try:
-        uid = SANDBOX_UID + slot if os.geteuid() == 0 and isolation.mode == "bwrap" else None
+        uid = sandbox_uid(slot) if os.geteuid() == 0 and isolation.mode == "bwrap" else None
         cmd, env = _prepare(box, notebook, name, plan_items, inputs, limits, isolation, uid, list(public))
         if isolation.cgroup:
             try:
@@ -475,8 +611,8 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
                 raise RuntimeError(f"could not make the sandbox's cgroup ({err})") from None
             with _LIVE_LOCK:
                 _LIVE[key] = (None, group, box)
-            files = group.procs_files()
-            cmd = ["/bin/sh", "-c", _ENTER, "sh", str(len(files)), *files, *cmd]
+        files = group.procs_files() if group is not None else []
+        cmd = [sys.executable, "-S", "-c", _PRELUDE, str(len(files)), *files, *cmd]
         before = set(_tree(os.getpid())) if isolation.mode != "bwrap" and group is None else None
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=env, cwd=str(box / "tmp") if isolation.mode != "bwrap" else "/",
@@ -509,7 +645,9 @@ def run(notebook: bytes, name: str, plan_items: list[dict], inputs: dict[int, li
                 problems.append("a process of its cgroup would not die")
         except Exception as err:  # noqa: BLE001 - recorded; the grades stand
             problems.append(f"killing: {type(err).__name__}: {err}")
-        for what, step in (("its cgroup", group.remove if group is not None else None), ("its folder", lambda: remove_folder(box))):
+        for what, step in (("its output tmpfs", lambda: _unmount(box / "out")),
+                           ("its cgroup", group.remove if group is not None else None),
+                           ("its folder", lambda: remove_folder(box))):
             if step is None:
                 continue
             try:

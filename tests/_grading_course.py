@@ -114,7 +114,7 @@ def run_grader(course, subs: Path, **kwargs):
 def own_cgroups() -> list[Path]:
     """cgroups this process's graders made and left (named lectorch-grade-<pid>-…)."""
     found = []
-    for controller in ("memory", "pids"):
+    for controller in ("memory", "pids", "cpu"):
         folder = cgroups._v1_dir(controller)
         if folder is not None and folder.is_dir():
             found += folder.glob(f"lectorch-grade-{os.getpid()}-*")

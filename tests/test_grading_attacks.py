@@ -520,7 +520,7 @@ def test_a_sandboxed_notebook_sees_no_secret_and_cannot_reach_the_network(course
     assert not any(k.startswith(("LECTORCH_RESULTS", "SSH", "GRADING")) for k in seen["env"])
     assert max(seen["pids"]) < 100, "the sandbox sees processes outside its PID namespace"
     if os.geteuid() == 0:
-        assert seen["uid"] == sandbox.SANDBOX_UID
+        assert seen["uid"] == sandbox.uid_base()
 
 
 # ------------------------------------------------------------------------- the parts, without a sandbox

@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bundle", type=Path, help="the instructor's grading bundle (make grading-bundle)")
     parser.add_argument("--reference", type=Path, default=ROOT / "chapters", help="reference chapters (default chapters/)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per notebook, all included (default 300)")
+    parser.add_argument("--student-seconds", type=float, default=None,
+                        help="sandbox seconds per student, all their notebooks together (default: 3 timeouts)")
     parser.add_argument("--memory-gb", type=float, default=4, help="memory limit per notebook in GiB (default 4)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help=f"notebooks graded at once (default: the CPU count, {os.cpu_count()})")
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 reports.check_output_path(args.json)
             report = reports.merge(args.merge)
-        except (ValueError, OSError, KeyError) as err:
+        except (ValueError, OSError, KeyError, TypeError) as err:
             parser.error(str(err))
         return _finish(report, args)
     if args.submissions is None or args.bundle is None:
@@ -97,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         report = grade_folder(args.submissions, bundle=args.bundle, reference_dir=args.reference,
                               timeout_s=args.timeout, memory_gb=args.memory_gb, isolation=args.isolation,
                               public=args.exercises, jobs=args.jobs, shard=shard, records=records,
+                              student_s=args.student_seconds,
                               progress=not args.no_progress and sys.stderr.isatty())
     except ValueError as err:
         parser.error(str(err))
@@ -114,6 +117,8 @@ def _finish(report, args) -> int:
     if args.json:
         reports.write_json(args.json, report.as_json())
     try:
+        # whatever the terminal's encoding, a character it cannot show is written as an escape
+        sys.stdout.reconfigure(errors="backslashreplace")
         print(table(report), flush=True)
     except BrokenPipeError:  # whoever read our output is gone; the JSON is written
         pass
