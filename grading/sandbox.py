@@ -211,8 +211,9 @@ _UID_FD: int | None = None
 
 def uid_base() -> int:
     """The first uid of this grader's range, taken once per process: the first range whose lock
-    file (in :data:`UID_LOCKS`) no other live grader holds. The kernel drops the lock when the
-    grader ends, however it ends."""
+    file (in :data:`UID_LOCKS`) no other live grader holds, searched from a start that the PID
+    namespace sets (graders in two containers, which share the host's uids but not its /run,
+    start far apart). The kernel drops the lock when the grader ends, however it ends."""
     global _UID_BASE, _UID_FD
     import fcntl
 
@@ -227,7 +228,13 @@ def uid_base() -> int:
                     continue  # a folder someone else could swap locks in
             except OSError:
                 continue
-            for index in range(UID_RANGES):
+            try:
+                namespace = os.stat("/proc/self/ns/pid").st_ino
+            except OSError:
+                namespace = 0
+            start = (namespace * 40_503) % (UID_RANGES // 8) * 8
+            for step in range(UID_RANGES):
+                index = (start + step) % UID_RANGES
                 fd = os.open(os.path.join(folder, f"uids-{index}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
