@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import grading
-from grading import collect, readback, sandbox
+from grading import collect, readback, review, sandbox
 from grading.collect import Notebook, Refused, escape
 from grading.judge import judge
 from grading.report import Grade, Records, Report, Run
@@ -56,6 +56,7 @@ class Chapter:
 
     name: str
     calls: list[tuple[str, str]]
+    helpers: dict[str, dict[str, str]] | None = None  # by exercise: names of its check expression that are the checker's
 
 
 def reference_chapters(reference_dir: Path) -> dict[str, Chapter]:
@@ -64,7 +65,9 @@ def reference_chapters(reference_dir: Path) -> dict[str, Chapter]:
         raise ValueError(f"--reference {reference_dir} is not a folder of reference chapters")
     out = {}
     for path in sorted(reference_dir.glob("*.ipynb")):
-        out[path.name] = Chapter(path.name, grading.check_calls(grading.read_notebook_json(path)))
+        nb = grading.read_notebook_json(path)
+        calls = grading.check_calls(nb)
+        out[path.name] = Chapter(path.name, calls, {ex_id: review.helpers_of(nb, expr) for ex_id, expr in calls})
     return out
 
 
@@ -134,7 +137,7 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
             grades[ex_id] = Grade(sub, name, ex_id, "not reached", detail)
         return result("invalid", detail)
     present = {ex_id for ex_id, _ in grading.check_calls(parsed)}
-    del text, parsed
+    del text
     plan_items, inputs = [], {}
     for index, ex_id, expr, entry in todo:
         if ex_id not in present:
@@ -147,13 +150,27 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
             inputs[index] = [{"args": c["args"], "kwargs": c["kwargs"], "call": c.get("call")} for c in entry["cases"]]
     if not plan_items:
         return result("ok", "")
-    with sandbox.run(data, nb.name, plan_items, inputs, limits=ctx.limits, isolation=ctx.isolation,
-                     public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
-        del data
-        for item in plan_items:  # one answer in memory at a time
-            grades[item["id"]] = _judge_item(ctx, ran, item, sub, name)
-    if ran.cleanup:  # the grades stand; the instructor hears of it
-        return result(ran.outcome, f"{ran.detail}; clean-up: {ran.cleanup}".lstrip("; "))
+    # the static review, in this process: exercises with something to forbid are read, and run as
+    # their program in a fresh process (grading/review.py)
+    plain, fresh, findings = review.split(parsed, plan_items, _refusals(), chapter.helpers or {})
+    del parsed
+    outcomes = []
+    for items, notebook in ((plain, data), (fresh, b'{"cells": []}')):
+        if not items:
+            continue
+        with sandbox.run(notebook, nb.name, items, inputs, limits=ctx.limits, isolation=ctx.isolation,
+                         public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
+            for item in items:  # one answer in memory at a time
+                grade = _judge_item(ctx, ran, item, sub, name)
+                if item["id"] in findings:
+                    grade.status, grade.message = review.verdict(grade.status, grade.message, findings[item["id"]])
+                grades[item["id"]] = grade
+        outcomes.append(ran)
+    del data
+    ran = next((r for r in outcomes if r.outcome != "ok"), outcomes[0])
+    cleanup = "; ".join(r.cleanup for r in outcomes if r.cleanup)
+    if cleanup:  # the grades stand; the instructor hears of it
+        return result(ran.outcome, f"{ran.detail}; clean-up: {cleanup}".lstrip("; "))
     return result(ran.outcome, ran.detail)
 
 

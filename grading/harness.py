@@ -281,6 +281,138 @@ def collect(namespace: dict, plan_path: str, out_dir: str, only: list[str] | Non
         dump(record, out / str(item["index"]))
 
 
+# ----------------------------------------------------------------------------- a fresh process
+
+
+def _remove(spec: dict | None):
+    """Before any of the student's source runs: each routine the exercise forbids replaced by one
+    that raises, where it is defined and where the library exposes it (a copy or table made from
+    it afterwards holds the raiser), and the checker's refusals switched on for good. Returns a
+    maker of the "without creating a tensor" refusal, for the program's statements (None when not
+    asked)."""
+    if not spec:
+        return None
+    from lectorch.exercises.refuse import RefusedShortcut, refusing, resolve  # the sandbox's read-only lectorch
+
+    what = spec.get("what", "this")
+
+    def raiser(name: str):
+        def refused(*args, **kwargs):
+            raise RefusedShortcut(f"this exercise asks you to write {what} yourself: {name} does not exist "
+                                  "while your answer is graded.")
+        refused.__name__ = refused.__qualname__ = name.rsplit(".", 1)[-1]
+        return refused
+
+    names = list(spec.get("names", []))
+    refusing(names, what).__enter__()  # never left: this process grades one exercise and ends
+    for name in names:
+        owner_name, _, attr = name.rpartition(".")
+        try:
+            obj, owner = resolve(name), resolve(owner_name)
+        except ValueError:
+            continue
+        homes = [(owner, attr)]
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        if module is not None and getattr(module, attr, None) is obj:
+            homes.append((module, attr))
+        for home, key in homes:
+            try:
+                setattr(home, key, raiser(name))
+            except (AttributeError, TypeError):
+                pass
+    return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
+
+
+def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
+    """In a forked child: remove what the exercise forbids, run the program the grader built from
+    the notebook (statement by statement; a failing one does not stop the rest), collect."""
+    import ast
+    import contextlib
+
+    no_tensors = _remove(item.get("refuse"))
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for node in ast.parse(item["program"]).body:
+        code = compile(ast.Module(body=[node], type_ignores=[]), "<exercise>", "exec")
+        try:
+            with no_tensors() if no_tensors is not None else contextlib.nullcontext():
+                exec(code, namespace)  # the student's statements, as the grader read them
+        except BaseException:  # noqa: BLE001 - like a cell that raised: the next one runs
+            pass
+    one = dict(item)  # a plan of this exercise alone (its record is written even when not found)
+    if one.get("inputs"):
+        one["inputs"] = str(Path(plan_path).parent / one["inputs"])
+    mine = out / "plan.json"
+    mine.write_text(json.dumps({**plan, "exercises": [one]}), encoding="utf-8")
+    collect(namespace, str(mine), str(out), only=None)
+
+
+def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
+    """Each exercise's program in its own process, forked from one that imported torch and
+    lectorch but ran nothing of the student's (the grader's programs, not the notebook)."""
+    import tempfile
+
+    import torch  # noqa: F401  (imported once, before any fork)
+    import lectorch.exercises  # noqa: F401
+
+    report = {"cells": len(plan["exercises"]), "ran": 0, "errors": 0, "timed_out": False, "kernel_died": False,
+              "collected": False, "fresh": True}
+    deadline = started + plan["timeout"]
+    out = Path(plan["out"])
+    for item in plan["exercises"]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            report["timed_out"] = True
+            break
+        private = Path(tempfile.mkdtemp(prefix="fresh-"))
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            try:
+                os.setsid()
+                _run_program(item, plan, plan_path, private)
+            except BaseException:  # noqa: BLE001
+                pass
+            finally:
+                os._exit(0)
+        status = None
+        while status is None:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = code
+            elif time.monotonic() > deadline:
+                with _suppress():
+                    os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                report["timed_out"] = True
+                break
+            else:
+                time.sleep(0.01)
+        if status is not None and status != 0:
+            report["errors"] += 1
+        report["ran"] += 1
+        # the record as the child left it, moved by this process (a file the student's code wrote
+        # under the output folder's name is overwritten)
+        for suffix in (".json", ".pt"):
+            got = private / f"{item['index']}{suffix}"
+            if got.is_file() and not got.is_symlink():
+                data = got.read_bytes()[: 64 * 2**20]
+                tmp = out / f".fresh-{item['index']}.tmp"
+                tmp.write_bytes(data)
+                os.replace(tmp, out / f"{item['index']}{suffix}")
+                break
+        if report["timed_out"]:
+            break
+    report["collected"] = not report["timed_out"]
+    return report
+
+
+class _suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return exc[0] is not None and issubclass(exc[0], OSError)
+
+
 # ----------------------------------------------------------------------------- executor
 
 
@@ -420,7 +552,10 @@ def main(argv: list[str]) -> int:
         os._exit(0)
 
     try:
-        report = _execute(plan, plan_path, started, finish)
+        if plan["exercises"] and all("program" in item for item in plan["exercises"]):
+            report = _fresh(plan, plan_path, started)
+        else:
+            report = _execute(plan, plan_path, started, finish)
     except Exception as err:  # noqa: BLE001 - reported to the grader as data
         report = {"crashed": f"{type(err).__name__}: {str(err)[:_MAX_MESSAGE]}"}
     finish(report)

@@ -27,7 +27,8 @@ def printable(text: str) -> str:
     """``text`` with its non-printable characters escaped (idempotent: names are stored escaped)."""
     return text if text.isprintable() else escape(text)
 
-STATUSES = ("passed", "failed", "not implemented", "error", "missing", "not reached", "not graded")
+STATUSES = ("passed", "failed", "not implemented", "error", "missing", "not reached", "not graded",
+            "needs review", "practice only")
 RECORDS_FORMAT = "lectorch-grades-records"
 
 
@@ -82,6 +83,11 @@ def table(report: Report | list[Grade]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     passed = sum(g.passed for g in grades)
     lines.append(f"\n{passed} passed, {len(grades) - passed} not passed")
+    review = [g for g in grades if g.status == "needs review"]
+    if review:  # the offending lines, for the human who decides
+        lines.append("\nneeds review:")
+        lines += [f"  {printable(g.submission)}/{printable(g.notebook)} {printable(g.exercise)}: {printable(g.message)}"
+                  for g in review]
     if isinstance(report, Report):
         notes = [r for r in report.runs if r.outcome in ("refused", "duplicate", "error")]
         if notes:
