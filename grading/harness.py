@@ -323,9 +323,9 @@ def _remove(spec: dict | None):
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
 
 
-def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
-    """In a forked child: remove what the exercise forbids, run the program the grader built from
-    the notebook (statement by statement; a failing one does not stop the rest), collect."""
+def _namespace(item: dict) -> dict:
+    """In a forked child: remove what the exercise forbids, then run the program the grader built
+    from the notebook (statement by statement; a failing one does not stop the rest)."""
     import ast
     import contextlib
 
@@ -338,6 +338,12 @@ def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
                 exec(code, namespace)  # the student's statements, as the grader read them
         except BaseException:  # noqa: BLE001 - like a cell that raised: the next one runs
             pass
+    return namespace
+
+
+def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
+    """In a forked child: the exercise's program, then its answer collected as in a notebook."""
+    namespace = _namespace(item)
     one = dict(item)  # a plan of this exercise alone (its record is written even when not found)
     if one.get("inputs"):
         one["inputs"] = str(Path(plan_path).parent / one["inputs"])
@@ -363,6 +369,14 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
         if left <= 0:
             report["timed_out"] = True
             break
+        if item.get("outside"):
+            record, late = _outside(item, plan, plan_path, deadline)
+            dump(record, out / str(item["index"]))
+            report["ran"] += 1
+            if late:
+                report["timed_out"] = True
+                break
+            continue
         private = Path(tempfile.mkdtemp(prefix="fresh-"))
         pid = os.fork()
         if pid == 0:  # the child: never returns
@@ -403,6 +417,180 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
             break
     report["collected"] = not report["timed_out"]
     return report
+
+
+# -------------------------------------------------- a simulated device outside the student's process
+
+_MAX_MESSAGE_BYTES = 2**20
+
+
+def _send(sock, obj: Any) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(len(data).to_bytes(4, "big") + data)
+
+
+def _recv(sock) -> Any:
+    def exactly(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError("the answer's process ended")
+            buf += chunk
+        return buf
+
+    size = int.from_bytes(exactly(4), "big")
+    if size > _MAX_MESSAGE_BYTES:
+        raise ValueError("message too large")
+    return json.loads(exactly(size).decode("utf-8"))
+
+
+def _as_json(value: Any) -> Any:
+    try:
+        plain = _json_ready(to_plain(value))
+        json.dumps(plain)
+        return plain
+    except (TypeError, ValueError, RecursionError):
+        return {UNREADABLE: type(value).__name__}
+
+
+def _answer_side(item: dict, sock) -> None:
+    """In the forked child: run the program, then call the answer whenever the grader's process
+    asks, with stubs for the callables it was given (each stub asks the grader's process to call
+    the real one, e.g. a simulated device's run, sync or clock, and returns its number)."""
+    namespace = _namespace(item)
+    try:
+        answer = eval(item["expr"], namespace)
+    except Exception as err:  # noqa: BLE001 - the answer is not there
+        _send(sock, {"op": "ready", "found": False, "message": str(err)[:_MAX_MESSAGE]})
+        return
+    found = {"op": "ready", "found": True, "callable": callable(answer)}
+    if not callable(answer):
+        found["value"] = _as_json(answer)
+    _send(sock, found)
+    while callable(answer):
+        msg = _recv(sock)
+        if msg.get("op") != "call":
+            return
+
+        def stub(k: int):
+            def call(*args, **kwargs):
+                _send(sock, {"op": "stub", "k": k})
+                reply = _recv(sock)
+                if reply.get("op") != "value":
+                    raise RuntimeError(str(reply.get("message", "the device refused the call")))
+                return reply.get("value")
+            return call
+
+        args = [stub(a["__stub__"]) if isinstance(a, dict) and set(a) == {"__stub__"} else _from_json(a)
+                for a in msg.get("args", [])]
+        kwargs = {k: _from_json(v) for k, v in msg.get("kwargs", {}).items()}
+        try:
+            got = answer(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the student's code failed on this case
+            _send(sock, {"op": "raised", **_raised(err)})
+            continue
+        _send(sock, {"op": "done", "value": _as_json(got)})
+
+
+class _ChildRaised(Exception):
+    def __init__(self, record: dict):
+        super().__init__(record.get("message", ""))
+        self.record = record
+
+
+def _outside(item: dict, plan: dict, plan_path: Path, deadline: float) -> tuple[dict, bool]:
+    """An exercise whose cases run on a simulated device: the device and the exercise's runner live
+    in this process (the grader's copy, which nothing of the student's has run in), the answer in a
+    forked child that gets stubs. The log the answer is judged by never enters the child, and the
+    record is written here. Returns (the record, whether the time ran out)."""
+    import socket
+
+    parent, child = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        try:
+            parent.close()
+            os.setsid()
+            _answer_side(item, child)
+        except BaseException:  # noqa: BLE001
+            pass
+        finally:
+            os._exit(0)
+    child.close()
+    record: dict[str, Any] = {"id": item["id"], "found": True}
+    timed_out = False
+    try:
+        parent.settimeout(max(0.1, deadline - time.monotonic()))
+        ready = _recv(parent)
+        if not ready.get("found"):
+            record.update(found=False, message=str(ready.get("message", ""))[:_MAX_MESSAGE])
+            return record, False
+        record["callable"] = bool(ready.get("callable"))
+        record["value"] = None if record["callable"] else _from_json(ready.get("value"))
+        if not record["callable"]:
+            return record, False
+        run = _runner(item.get("runner"))
+        path = Path(plan_path).parent / item["inputs"]
+        cases, dead = [], None
+
+        def proxy(*fargs, **fkwargs):
+            stubs, spec = [], []
+            for a in fargs:
+                if callable(a):
+                    stubs.append(a)
+                    spec.append({"__stub__": len(stubs) - 1})
+                else:
+                    spec.append(_as_json(a))
+            _send(parent, {"op": "call", "args": spec, "kwargs": {k: _as_json(v) for k, v in fkwargs.items()}})
+            while True:
+                msg = _recv(parent)
+                op = msg.get("op")
+                if op == "stub" and isinstance(msg.get("k"), int) and 0 <= msg["k"] < len(stubs):
+                    value = stubs[msg["k"]]()
+                    _send(parent, {"op": "value", "value": value if isinstance(value, (int, float)) else None})
+                elif op == "done":
+                    return _from_json(msg.get("value"))
+                elif op == "raised":
+                    raise _ChildRaised({"raised": [str(n) for n in msg.get("raised", [])][:8],
+                                        "message": str(msg.get("message", ""))[:_MAX_MESSAGE]})
+                else:
+                    raise EOFError("the answer's process sent something else")
+
+        for case in loads(path.read_bytes(), path.suffix):
+            if dead is not None:
+                cases.append(dead)
+                continue
+            try:
+                args, kwargs = from_inputs(case["call"]) if case.get("call") else (
+                    from_inputs(case["args"]), from_inputs(case["kwargs"]))
+            except Exception as err:  # noqa: BLE001
+                cases.append({"input_error": str(err)[:_MAX_MESSAGE]})
+                continue
+            seconds = min(plan.get("case_timeout", 0) or 1e9, max(0.1, deadline - time.monotonic()))
+            parent.settimeout(seconds)
+            try:
+                cases.append({"returned": to_plain(run(proxy, args, kwargs))})
+            except _ChildRaised as err:
+                cases.append(err.record)
+            except (socket.timeout, TimeoutError):
+                dead = {"timeout": round(seconds, 3)}
+                cases.append(dead)
+                timed_out = time.monotonic() >= deadline
+            except (EOFError, OSError, ValueError) as err:
+                dead = {"raised": ["RuntimeError"], "message": f"your function's process ended ({str(err)[:100]})"}
+                cases.append(dead)
+        record["cases"] = cases
+        return record, timed_out
+    except (EOFError, OSError, ValueError, socket.timeout) as err:
+        record.update(found=False, message=f"the answer's process ended ({str(err)[:100]})")
+        return record, time.monotonic() >= deadline
+    finally:
+        parent.close()
+        with _suppress():
+            os.killpg(pid, signal.SIGKILL)
+        with _suppress():
+            os.waitpid(pid, 0)
 
 
 class _suppress:

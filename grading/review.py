@@ -584,6 +584,10 @@ __all__ = ["ALLOWED_MODULES", "EQUIVALENTS", "ESCAPES", "Finding", "Program", "b
 
 # ------------------------------------------------------------------------------ for the grader
 
+#: runners whose simulated device lives in the grader's sandbox process, not with the answer: the
+#: answer gets stubs, and the log it is judged by never enters its process
+OUTSIDE_RUNNERS = frozenset({"lectorch.exercises.flops:traced_call", "lectorch.exercises.device:traced_copy_timing"})
+
 #: the status of an exercise whose code has a finding
 NEEDS_REVIEW = "needs review"
 
@@ -605,7 +609,8 @@ def split(notebook: Mapping, items: list[dict], refusals: Mapping[str, dict],
         # the check expression's own helpers (the grader's, imported by the program) stay
         kept = {f"{module}.{name}" for name, module in own.items()}
         refuse = {**spec, "names": [n for n in spec.get("names", ()) if n not in kept]}
-        fresh.append({**item, "refuse": refuse, "program": program.source()})
+        fresh.append({**item, "refuse": refuse, "program": program.source(),
+                      "outside": item.get("runner") in OUTSIDE_RUNNERS})
     return plain, fresh, findings
 
 
