@@ -40,7 +40,7 @@ GRADING_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
 #: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "sandbox", "seals"}
+_NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
 
 
 # --------------------------------------------------------------------------- grading modules

@@ -1,6 +1,7 @@
 """The part of grading that runs INSIDE a submission's sandbox (untrusted territory).
 
-Two roles, one self-contained file (stdlib + torch + nbclient, no lectorch, no grading data):
+Three roles, one self-contained file (stdlib + torch + nbclient, and the sandbox's read-only
+lectorch for refusals and runners; no grading data):
 
 * ``python harness.py PLAN`` is the executor: it drops root (when started as root), sets the
   kernel-enforced limits, runs the student's notebook in a Jupyter kernel (errors do not stop it,
@@ -8,6 +9,10 @@ Two roles, one self-contained file (stdlib + torch + nbclient, no lectorch, no g
   :func:`collect` for that cell's exercises in the same kernel (a final pass after the last cell
   collects what is left). At the deadline it reports and leaves at once: the kernel dies with the
   sandbox, whatever signals it ignores.
+* in a **fresh process** (plan items that carry a ``program``, built by grading/review.py from the
+  notebook's source), each exercise's program runs in a child forked from this process after the
+  routines the exercise forbids were replaced by raisers (:func:`_remove`), and is collected there;
+  a timer's simulated device and runner stay in this process, the answer gets stubs (:func:`_outside`).
 * :func:`collect` fetches each answer named by the grader's plan (the variable of the reference
   chapter's check cell), calls function answers on the hidden INPUTS the grader sent (never the
   expected values: those never enter the sandbox) and writes only plain data (``torch.save`` of
@@ -358,7 +363,10 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
     import tempfile
 
     import torch  # noqa: F401  (imported once, before any fork)
-    import lectorch.exercises  # noqa: F401
+    import lectorch.exercises
+
+    lectorch.exercises.exercises()  # every exercise module loaded once, not once per child
+    t_ready = time.monotonic()
 
     report = {"cells": len(plan["exercises"]), "ran": 0, "errors": 0, "timed_out": False, "kernel_died": False,
               "collected": False, "fresh": True}

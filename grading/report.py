@@ -28,7 +28,7 @@ def printable(text: str) -> str:
     return text if text.isprintable() else escape(text)
 
 STATUSES = ("passed", "failed", "not implemented", "error", "missing", "not reached", "not graded",
-            "needs review", "practice only")
+            "needs review")
 RECORDS_FORMAT = "lectorch-grades-records"
 
 

@@ -59,7 +59,8 @@ ESCAPES = {
     "types.CodeType": "builds code", "types.LambdaType": "copies a function", "types.MethodType": "rebinds a function",
     "types.ModuleType": "builds a module", "sys.modules": "reaches loaded modules", "sys._getframe": "reads frames",
     "sys.settrace": "traces calls", "sys.setprofile": "traces calls", "sys.meta_path": "hooks imports",
-    "builtins": "reaches the builtins",
+    "builtins": "reaches the builtins", "operator.attrgetter": "looks attributes up by name",
+    "operator.methodcaller": "calls methods by name",
     "torch._C": "calls torch's C internals", "torch.ops": "calls an aten operator directly",
     "torch._ops": "calls an aten operator directly", "torch.overrides": "switches torch-function modes",
     "torch.library": "registers operators", "torch.utils.cpp_extension": "compiles native code",
@@ -343,6 +344,16 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
     if any(name in wanted for name in {f.text for f in program.unresolved}):
         program.found = False
     program.statements = trusted + [candidates[i] for i in sorted(chosen)]
+    located = []
+    for f in program.unresolved:  # the line that uses the name, when the program has one
+        use = next(((st, n) for st in program.statements if not st.trusted for n in ast.walk(st.node)
+                    if isinstance(n, ast.Name) and n.id == f.text), None)
+        if use is None:
+            located.append(Finding(0, 0, f.text, f.why))
+        else:
+            at = _line(*use)
+            located.append(Finding(at.cell, at.line, at.text, f.why))
+    program.unresolved = located
     return program
 
 
@@ -519,6 +530,15 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                     call = parents.get(id(node))
                     if isinstance(call, ast.Call) and (len(call.args) < 2 or not isinstance(call.args[1], ast.Constant)):
                         add(statement, node, f"`{node.id}` with a computed name looks attributes up by name")
+                    elif isinstance(call, ast.Call):  # getattr(torch, "log_softmax"): the same as torch.log_softmax
+                        attr = str(call.args[1].value)
+                        base = aliases.dotted(call.args[0])
+                        why = (_escape(f"{base}.{attr}") or rules.path(f"{base}.{attr}")) if base else None
+                        if why is None and (attr in ESCAPE_ATTRIBUTES or attr in rules.last
+                                            or attr.lstrip("_") in rules.last):
+                            why = f"`{node.id}` reaches .{attr}"
+                        if why:
+                            add(statement, node, why)
             if isinstance(node, ast.Attribute):
                 if node.attr in ESCAPE_ATTRIBUTES:
                     add(statement, node, f"`.{node.attr}` {ESCAPE_ATTRIBUTES[node.attr]}")
@@ -531,18 +551,17 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 continue
             path = aliases.dotted(node)
             if path is None:
-                # a method of an unknown object: forbidden by its name when it is called
-                if (isinstance(node, ast.Attribute) and id(node) in called
-                        and (node.attr in rules.last or node.attr.lstrip("_") in rules.last)):
-                    add(statement, node, f"calls .{node.attr}(), which does what this exercise asks you to write")
+                # a method of an unknown object (a tensor, type(x)...): forbidden by its name
+                if isinstance(node, ast.Attribute) and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
+                    add(statement, node, f"uses .{node.attr}, which does what this exercise asks you to write")
                 continue
             why = _escape(path) or rules.path(path)
             if why is None and rules.no_tensors and _canonical(path).split(".")[0] in ("torch", "numpy") \
                     and id(node) in called and not _canonical(path).startswith(_NO_TENSOR_OK):
                 why = f"calls {path}: this exercise asks for the answer without creating a tensor"
-            if why is None and isinstance(node, ast.Attribute) and id(node) in called \
+            if why is None and isinstance(node, ast.Attribute) \
                     and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
-                why = f"calls {path}, which does what this exercise asks you to write"
+                why = f"uses {path}, which does what this exercise asks you to write"
             if why:
                 add(statement, node, why)
         # assignments into a library (torch.x = ..., np.y = ...)

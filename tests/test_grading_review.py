@@ -149,6 +149,29 @@ SHORTCUTS = {
         "    return w.detach()"], "-"),
 }
 
+#: more spellings, judged in process only (their grading is the same path as the ones above)
+SPELLINGS = {
+    "getattr with a constant name": ("import torch\n"
+                                     "def log_softmax(logits):\n"
+                                     "    return getattr(torch, 'log_softmax')(logits.float(), -1)", "getattr(torch"),
+    "a method through type()": ("def log_softmax(logits):\n"
+                                "    f = type(logits).log_softmax\n"
+                                "    return f(logits.float(), -1)", "type(logits).log_softmax"),
+    "attrgetter": ("import operator, torch\n"
+                   "def log_softmax(logits):\n"
+                   "    return operator.attrgetter('special.log_softmax')(torch)(logits.float(), -1)", "attrgetter"),
+    "star import": ("from torch import *\n"
+                    "def log_softmax(logits):\n"
+                    "    return special.log_softmax(logits.float(), -1)", "special.log_softmax"),
+    "a library patched at cell time": ("import torch\n"
+                                       "torch.exp = lambda t: t\n"
+                                       "def log_softmax(logits):\n"
+                                       "    return logits - torch.exp(logits).sum(-1, keepdim=True).log()", "torch.exp ="),
+    "scipy": ("import scipy.special, torch\n"
+              "def log_softmax(logits):\n"
+              "    return torch.as_tensor(scipy.special.log_softmax(logits.float().numpy(), -1))", "scipy"),
+}
+
 #: what the checker's expression of each of these exercises is (the reference chapter's)
 EXPR = {"precision-log-softmax": "log_softmax", "backprop-skip-grads": "skip_grads", "train-get-batch": "get_batch",
         "train-lr-at-step": "lr_at", "backprop-mlp-backward": "backward_flops", "precision-bf16-257": "bf16_stores",
@@ -189,6 +212,14 @@ def test_every_shortcut_is_found_with_its_cell_and_line(who):
     first = found[0]
     assert first.cell >= 2 and first.line >= 1  # cell 1 is the markdown title
     assert review.summary(found).startswith("needs review: cell ")
+
+
+@pytest.mark.parametrize("who", SPELLINGS)
+def test_more_spellings_are_found_with_their_line(who):
+    source, piece = SPELLINGS[who]
+    nb = notebook_of("precision-log-softmax", [source])
+    found = findings_of(nb, "precision-log-softmax", "log_softmax")
+    assert any(piece in f.text and f.cell == 2 for f in found), [f.describe() for f in found]
 
 
 def test_a_copy_made_in_an_earlier_cell_is_not_in_the_fresh_program_s_reach():
@@ -296,7 +327,7 @@ def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
     import student_edition
 
     chapters = sorted({chapter for _, chapter, _, _ in SHORTCUTS.values()})
-    ids = [ex_id for c in chapters for ex_id, _ in grading.check_calls(grading.read_notebook_json(ROOT / "chapters" / c))]
+    ids = sorted({ex_id for ex_id, *_ in SHORTCUTS.values()})  # the chapters' other exercises: "not graded"
     bundle = grading.build_bundle("c0ffee" * 8, exercise_ids=ids)
     grading.write_bundle(bundle, tmp_path / "bundle.pt")
     subs = tmp_path / "subs"
@@ -305,17 +336,27 @@ def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
         for who, nb in (("honest", reference), ("stub", student_edition.student_notebook(reference))):
             (subs / who).mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, subs / who / chapter)
-    for i, (who, (ex_id, chapter, cells, _)) in enumerate(SHORTCUTS.items()):
-        (subs / f"attack-{i:02d}").mkdir(parents=True)
-        nbformat.write(notebook_of(ex_id, cells), subs / f"attack-{i:02d}" / chapter)
+    # round r holds the r-th shortcut of each exercise: one notebook per chapter and round (the
+    # shortcuts of different exercises share it; their programs are built and run apart)
+    rounds: dict[str, int] = {}
+    where: dict[str, str] = {}
+    cells_of: dict[tuple[str, str], list[str]] = {}
+    for who, (ex_id, chapter, cells, _) in SHORTCUTS.items():
+        r = rounds[ex_id] = rounds.get(ex_id, -1) + 1
+        where[who] = f"attack-{r}"
+        cells_of.setdefault((where[who], chapter), []).extend(
+            [*cells, f'import lectorch\nlectorch.check("{ex_id}", {EXPR[ex_id]})'])
+    for (sub, chapter), cells in cells_of.items():
+        (subs / sub).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), subs / sub / chapter)
     report = grade.grade_folder(subs, bundle=tmp_path / "bundle.pt", timeout_s=240, jobs=2)
     status = {(g.submission, g.exercise): g for g in report.grades}
     table = grade.table(report)
-    assert all(g.status == "passed" for (who, _), g in status.items() if who == "honest"), table
-    assert not any(g.status == "passed" for (who, _), g in status.items() if who == "stub"), table
+    assert all(status[("honest", ex_id)].status == "passed" for ex_id in ids), table
+    assert not any(status[("stub", ex_id)].status == "passed" for ex_id in ids), table
     counts: dict[str, int] = {}
-    for i, (who, (ex_id, _, _, piece)) in enumerate(SHORTCUTS.items()):
-        g = status[(f"attack-{i:02d}", ex_id)]
+    for who, (ex_id, _, _, piece) in SHORTCUTS.items():
+        g = status[(where[who], ex_id)]
         counts[g.status] = counts.get(g.status, 0) + 1
         assert g.status in ("needs review", "failed", "error", "not implemented", "missing"), (who, g.message)
         if g.status == "needs review":
@@ -323,4 +364,5 @@ def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
         if piece == "-":
             assert g.status == "failed", (who, g.message)
     with capsys.disabled():
-        print(f"\n[grading] {len(SHORTCUTS)} shortcuts: {counts}")
+        print(f"\n[grading] {len(SHORTCUTS)} shortcuts in {len(cells_of)} notebooks: {counts}; "
+              + ", ".join(f"{r.submission}/{r.notebook[:2]} {r.seconds:.0f} s" for r in report.runs))
