@@ -424,6 +424,7 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
         if report["timed_out"]:
             break
     report["collected"] = not report["timed_out"]
+    report["import_s"] = round(t_ready - started, 2)  # torch and lectorch, once for every exercise
     return report
 
 
