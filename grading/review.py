@@ -87,6 +87,7 @@ ESCAPE_ATTRIBUTES = {
     "__func__": "unwraps a method", "__self__": "reaches a bound method's object",
     "f_back": "reads frames", "f_globals": "reads frames", "f_locals": "reads frames", "gi_frame": "reads frames",
     "tb_frame": "reads frames", "__dict__": "reaches an object's namespace", "__getattribute__": "looks attributes up by name",
+    "__setattr__": "sets attributes by name", "__delattr__": "deletes attributes by name",
     "_execution_engine": "calls autograd's engine", "run_backward": "calls autograd's engine",
     "grad_fn": "walks autograd's graph", "next_functions": "walks autograd's graph",
     "_pop_mode_temporarily": "switches torch-function modes", "DisableTorchFunction": "switches torch-function modes",
@@ -537,6 +538,8 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         if why is None and (attr in ESCAPE_ATTRIBUTES or attr in rules.last
                                             or attr.lstrip("_") in rules.last):
                             why = f"`{node.id}` reaches .{attr}"
+                        if why is None and node.id in ("setattr", "delattr") and base and _library(_canonical(base)):
+                            why = f"changes the library ({base}.{attr})"
                         if why:
                             add(statement, node, why)
             if isinstance(node, ast.Attribute):

@@ -162,6 +162,10 @@ SPELLINGS = {
                                        "torch.exp = lambda t: t\n"
                                        "def log_softmax(logits):\n"
                                        "    return logits - torch.exp(logits).sum(-1, keepdim=True).log()", "torch.exp ="),
+    "setattr on a library": ("import torch\n"
+                             "def log_softmax(logits):\n"
+                             "    setattr(torch, 'exp', lambda t: t)\n"
+                             "    return logits - torch.exp(logits).sum(-1, keepdim=True).log()", "setattr(torch"),
     "scipy": ("import scipy.special, torch\n"
               "def log_softmax(logits):\n"
               "    return torch.as_tensor(scipy.special.log_softmax(logits.float().numpy(), -1))", "scipy"),
