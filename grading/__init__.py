@@ -23,7 +23,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime as _dt
+import functools
 import hashlib
+import hmac
 import importlib.util
 import io
 import json
@@ -38,7 +40,7 @@ GRADING_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
 #: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "sandbox", "seals"}
+_NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
 
 
 # --------------------------------------------------------------------------- grading modules
@@ -205,7 +207,7 @@ def _case(case: Any, where: str) -> dict:
     }
 
 
-def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping | None = None,
+def build_bundle(seed: str | int, *, directory: Path = GRADING_DIR, registry: Mapping | None = None,
                  exercise_ids: list[str] | None = None) -> dict:
     """The grading bundle (a dict of plain data) for every exercise of ``registry`` (default: all).
 
@@ -213,13 +215,14 @@ def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping 
     and prediction exercises asked as a function of their setting (``Exercise.takes_function``:
     the public case's seal is swapped for the plain value from ``EXPECTED``); other value and
     prediction exercises get their plain value from ``EXPECTED`` (checked against the package's seal).
-    ``rng`` is ``random.Random(f"{seed}:{exercise_id}")``: one exercise's cases do not depend on
-    which other exercises exist.
+    ``rng`` is :func:`grading_rng` (HMAC of the seed's key and the exercise id): one exercise's
+    cases do not depend on which other exercises exist, and none of its draws reveals the seed.
     """
     from lectorch import __version__
     from lectorch.exercises import Sealed, exercises
 
     registry = dict(exercises() if registry is None else registry)
+    grading_key(seed)  # a seed that cannot be used is refused before any work (a weak one warns once)
     modules = topic_modules(directory)
     values = expected_values(modules)
     unknown = sorted(set(values) - set(registry))
@@ -270,7 +273,7 @@ def build_bundle(seed: int, *, directory: Path = GRADING_DIR, registry: Mapping 
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
-        "seed": int(seed),
+        "seed": seed,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "lectorch": __version__,
         "exercises": entries,
@@ -367,10 +370,117 @@ def read_notebook_json(path: Path, max_bytes: int = 50 * 2**20) -> dict:
     return nb
 
 
-def grading_rng(seed: int, exercise_id: str) -> random.Random:
-    """The random generator an exercise's cases are drawn from."""
-    return random.Random(f"{seed}:{exercise_id}")
+#: a grading seed must carry at least this many bits of entropy to be used as it is
+SEED_BITS = 128
+_KDF_ITERATIONS = 200_000
 
 
-__all__ = ["build_bundle", "check_calls", "encode", "expected_values", "fingerprint", "grading_rng",
+class WeakSeedWarning(UserWarning):
+    """A grading seed short or guessable enough to be searched for: it was stretched, not refused."""
+
+
+def seed_bits(seed: Any) -> float:
+    """A generous estimate of a seed's entropy in bits (its length times its alphabet's bits):
+    an integer or a date counts as its digits, a hex string 4 bits a character.
+
+    >>> seed_bits(20261201) < SEED_BITS <= seed_bits("9f" * 32)
+    True
+    """
+    if isinstance(seed, bytes):
+        return 8.0 * len(seed)
+    text = str(seed)
+    if not text:
+        return 0.0
+    import math
+    import string
+
+    for alphabet in (string.digits, string.hexdigits, string.ascii_letters + string.digits + "-_"):
+        if all(c in alphabet for c in text):
+            return len(text) * math.log2(len(set(alphabet)))
+    return len(text) * math.log2(95)
+
+
+def grading_key(seed: Any, *, weak_ok: bool = True) -> bytes:
+    """The secret key every exercise's cases are drawn from.
+
+    A seed of at least :data:`SEED_BITS` bits (``python -c "import secrets; print(secrets.token_hex(32))"``)
+    is used as it is. A shorter one (an integer, a date, a word) can be searched for from any number
+    a sandbox sees: with ``weak_ok=False`` it is refused; otherwise it is stretched with PBKDF2 (so
+    each guess costs a search a fifth of a second) and a :class:`WeakSeedWarning` says so."""
+    key, strong = _key(seed)
+    if strong:
+        return key
+    if not weak_ok:
+        raise ValueError(f"the grading seed has about {seed_bits(seed):.0f} bits of entropy, under "
+                         f"{SEED_BITS}: a sandboxed notebook could search for it. Use a random one: "
+                         "GRADING_SEED=$(python -c 'import secrets; print(secrets.token_hex(32))')")
+    import warnings
+
+    warnings.warn(f"the grading seed has about {seed_bits(seed):.0f} bits of entropy (under {SEED_BITS}): "
+                  "stretched with PBKDF2, but use a random one for a real class (secrets.token_hex(32))",
+                  WeakSeedWarning, stacklevel=3)
+    return key
+
+
+def _key(seed: Any) -> tuple[bytes, bool]:
+    """(the key, whether the seed was strong enough to be used as it is)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, str, bytes)):
+        raise ValueError(f"the grading seed must be a string (or bytes), got {type(seed).__name__}")
+    raw = seed if isinstance(seed, bytes) else str(seed).strip().encode("utf-8")
+    if seed_bits(seed if isinstance(seed, bytes) else str(seed).strip()) >= SEED_BITS:
+        return hashlib.sha256(b"lectorch-grading-key\0" + raw).digest(), True
+    return _stretched(raw), False
+
+
+@functools.lru_cache(maxsize=8)
+def _stretched(raw: bytes) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", raw, b"lectorch-grading-seed", _KDF_ITERATIONS)
+
+
+class KeyedRandom(random.Random):
+    """A ``random.Random`` whose every draw is an HMAC of the key and a counter: no number drawn
+    (a hidden input, a simulated device's timing) tells anything of the key or of another draw.
+
+    >>> a, b = KeyedRandom(b"k" * 32, "x"), KeyedRandom(b"k" * 32, "x")
+    >>> [a.randrange(100) for _ in range(3)] == [b.randrange(100) for _ in range(3)]
+    True
+    """
+
+    def __init__(self, key: bytes, label: str):
+        self._key = hmac.new(key, b"lectorch-exercise\0" + label.encode("utf-8"), hashlib.sha256).digest()
+        self._counter = 0
+        super().__init__(0)
+
+    def seed(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102 - the stream restarts
+        self._counter = 0
+        self.gauss_next = None
+
+    def getrandbits(self, k: int) -> int:
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        out, have = 0, 0
+        while have < k:
+            block = hmac.new(self._key, self._counter.to_bytes(8, "big"), hashlib.sha256).digest()
+            self._counter += 1
+            out, have = (out << 256) | int.from_bytes(block, "big"), have + 256
+        return out >> (have - k)
+
+    def random(self) -> float:
+        return self.getrandbits(53) / 2**53
+
+    def getstate(self) -> Any:
+        return (self._key, self._counter, self.gauss_next)
+
+    def setstate(self, state: Any) -> None:
+        self._key, self._counter, self.gauss_next = state
+
+
+def grading_rng(seed: Any, exercise_id: str) -> random.Random:
+    """The random generator an exercise's cases are drawn from: keyed by HMAC(key, exercise id),
+    the key from :func:`grading_key` (one exercise's draws say nothing of another's)."""
+    return KeyedRandom(_key(seed)[0], exercise_id)
+
+
+__all__ = ["KeyedRandom", "SEED_BITS", "WeakSeedWarning", "build_bundle", "check_calls", "encode", "expected_values",
+           "fingerprint", "grading_key", "grading_rng", "seed_bits",
            "hidden_cases", "read_bundle", "read_notebook_json", "topic_modules", "write_bundle"]

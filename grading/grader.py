@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import grading
-from grading import collect, readback, sandbox
+from grading import collect, readback, review, sandbox
 from grading.collect import Notebook, Refused, ascii_name, escape
 from grading.judge import judge
 from grading.report import Grade, Records, Report, Run
@@ -58,6 +58,7 @@ class Chapter:
 
     name: str
     calls: list[tuple[str, str]]
+    helpers: dict[str, dict[str, str]] | None = None  # by exercise: names of its check expression that are the checker's
 
 
 def reference_chapters(reference_dir: Path) -> dict[str, Chapter]:
@@ -66,7 +67,9 @@ def reference_chapters(reference_dir: Path) -> dict[str, Chapter]:
         raise ValueError(f"--reference {reference_dir} is not a folder of reference chapters")
     out = {}
     for path in sorted(reference_dir.glob("*.ipynb")):
-        out[path.name] = Chapter(path.name, grading.check_calls(grading.read_notebook_json(path)))
+        nb = grading.read_notebook_json(path)
+        calls = grading.check_calls(nb)
+        out[path.name] = Chapter(path.name, calls, {ex_id: review.helpers_of(nb, expr) for ex_id, expr in calls})
     return out
 
 
@@ -166,7 +169,7 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
             grades[ex_id] = Grade(sub, name, ex_id, "not reached", detail)
         return result("invalid", detail)
     present = {ex_id for ex_id, _ in grading.check_calls(parsed)}
-    del text, parsed
+    del text
     plan_items, inputs = [], {}
     for index, ex_id, expr, entry in todo:
         if ex_id not in present:
@@ -189,21 +192,36 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
                 grades[item["id"]] = Grade(sub, name, item["id"], "not reached", detail)
             return result("budget", detail)
         limits = dataclasses.replace(limits, timeout_s=granted)
-    used = 0.0
+    # the static review, in this process: exercises with something to forbid are read, and run as
+    # their program in a fresh process (grading/review.py)
+    plain, fresh, findings = review.split(parsed, plan_items, _refusals(), chapter.helpers or {})
+    del parsed
+    outcomes, used = [], 0.0
     try:
-        with sandbox.run(data, nb.name, plan_items, inputs, limits=limits, isolation=ctx.isolation,
-                         public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
-            del data
-            used = ran.seconds
-            for item in plan_items:  # one answer in memory at a time
-                grades[item["id"]] = _judge_item(ctx, ran, item, sub, name)
+        for items, notebook in ((plain, data), (fresh, b'{"cells": []}')):
+            if not items:
+                continue
+            # the two runs share one grant: the second gets what the first left
+            run_limits = dataclasses.replace(limits, timeout_s=max(1.0, limits.timeout_s - used))
+            with sandbox.run(notebook, nb.name, items, inputs, limits=run_limits, isolation=ctx.isolation,
+                             public=ctx.public, slot=slot, workdir=ctx.workdir) as ran:
+                used += ran.seconds
+                for item in items:  # one answer in memory at a time
+                    grade = _judge_item(ctx, ran, item, sub, name)
+                    if item["id"] in findings:
+                        grade.status, grade.message = review.verdict(grade.status, grade.message, findings[item["id"]])
+                    grades[item["id"]] = grade
+            outcomes.append(ran)
     finally:
         if granted:
             ctx.budget.settle(nb.submission, granted, used)
+    del data
+    ran = next((r for r in outcomes if r.outcome != "ok"), outcomes[0])
     if ran.outcome == "timeout" and granted is not None and granted < ctx.limits.timeout_s:
         ran.detail += f" (what was left of this submission's {ctx.budget.seconds:g} s)"
-    if ran.cleanup:  # the grades stand; the instructor hears of it
-        return result(ran.outcome, f"{ran.detail}; clean-up: {ran.cleanup}".lstrip("; "))
+    cleanup = "; ".join(r.cleanup for r in outcomes if r.cleanup)
+    if cleanup:  # the grades stand; the instructor hears of it
+        return result(ran.outcome, f"{ran.detail}; clean-up: {cleanup}".lstrip("; "))
     return result(ran.outcome, ran.detail)
 
 

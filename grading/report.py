@@ -38,7 +38,8 @@ def _clean_fields(record) -> None:
             setattr(record, name, printable(str(value)))
 
 
-STATUSES = ("passed", "failed", "not implemented", "error", "missing", "not reached", "not graded")
+STATUSES = ("passed", "failed", "not implemented", "error", "missing", "not reached", "not graded",
+            "needs review")
 RECORDS_FORMAT = "lectorch-grades-records"
 
 
@@ -100,6 +101,11 @@ def table(report: Report | list[Grade]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     passed = sum(g.passed for g in grades)
     lines.append(f"\n{passed} passed, {len(grades) - passed} not passed")
+    review = [g for g in grades if g.status == "needs review"]
+    if review:  # the offending lines, for the human who decides
+        lines.append("\nneeds review:")
+        lines += [f"  {printable(g.submission)}/{printable(g.notebook)} {printable(g.exercise)}: {printable(g.message)}"
+                  for g in review]
     if isinstance(report, Report):
         notes = [r for r in report.runs if r.outcome in ("refused", "duplicate", "error", "budget")]
         if notes:

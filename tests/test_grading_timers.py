@@ -136,4 +136,6 @@ def test_in_the_sandbox_an_honest_timer_passes_and_reading_the_devices_number_fa
                                  jobs=2, workdir=tmp_path)
     grades = {g.submission: (g.status, g.message) for g in report.grades}
     assert grades["honest"][0] == "passed", grades
-    assert grades["peeker"][0] == "failed" and "clock" in grades["peeker"][1], grades
+    # its line is found (fn.__closure__), and its cases fail too: the device lives outside its process
+    assert grades["peeker"][0] == "needs review" and "__closure__" in grades["peeker"][1], grades
+    assert "Its hidden cases: error" in grades["peeker"][1] and "steady_s" in grades["peeker"][1], grades

@@ -208,12 +208,40 @@ def accumulation_case(seed: int, *, features: int, classes: int, micro: int, acc
 ACCUMULATE_TOL = 64 * torch.finfo(torch.float32).eps
 
 
+def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
+    """Run the student's ``accumulated_training`` and count its backward passes (``torch.autograd``'s
+    ``backward`` and ``grad``, which ``loss.backward()`` goes through): the lesson is one backward per
+    micro-batch, which a step on the concatenated micro-batches skips."""
+    count = {"backward": 0}
+    real = torch.autograd.backward, torch.autograd.grad
+
+    def counting(fn):
+        def call(*a, **k):
+            count["backward"] += 1
+            return fn(*a, **k)
+        return call
+
+    torch.autograd.backward, torch.autograd.grad = counting(real[0]), counting(real[1])
+    try:
+        got = answer(*args, **kwargs)
+    finally:
+        torch.autograd.backward, torch.autograd.grad = real
+    return {"returned": got, "backward_calls": count["backward"], "micro_batches": len(args[1])}
+
+
 def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
+    counted = None
+    if isinstance(got, dict) and "returned" in got:  # through counted_accumulation
+        counted, got = got, got["returned"]
     if not isinstance(got, torch.Tensor):
         return f"return the final weight tensor, not a {type(got).__name__}."
     if tuple(got.shape) != tuple(expected.shape):
         return f"the returned weight has shape {tuple(got.shape)}, not the starting weight's."
     if close(got, expected, rtol=ACCUMULATE_TOL, atol=ACCUMULATE_TOL):
+        if counted is not None and counted.get("backward_calls") != counted.get("micro_batches"):
+            return (f"the weight is right, but your function ran {counted.get('backward_calls')} backward passes "
+                    f"for {counted.get('micro_batches')} micro-batches: accumulation means one backward per "
+                    "micro-batch (a batch that fits in memory), adding up the gradients before each step.")
         return None
     return ("after your steps the weight differs from what the same number of steps on the "
             "concatenated micro-batches gives.")
@@ -229,6 +257,7 @@ register(
               "the gradient of a mean over the whole group is the mean of the micro-batches' "
               "gradients, not their sum."),
         compare=_compare_weight,
+        runner=counted_accumulation,
         rtol=ACCUMULATE_TOL,
         atol=ACCUMULATE_TOL,
         cases=public_cases("train-accumulate", (
@@ -321,7 +350,61 @@ def resume_case(seed: int, num_steps: int, crash_at: int) -> Case:
 RESUME_TOL = 1e-6
 
 
+def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
+    """Run the student's ``train_with_restart`` as a machine that dies would: the moment the
+    checkpoint is read back (``torch.load``), everything the run built in memory is lost (each
+    module's parameters, each optimizer's state and each generator made during the run are
+    scrambled, and so is torch's global generator), so only what ``load`` restores counts. Counts
+    the checkpoints written (``torch.save``) and read back. Torch's global random state is the
+    caller's again afterwards."""
+    import gc
+    import secrets
+
+    kinds = (torch.nn.Module, torch.optim.Optimizer, torch.Generator)
+    before = {id(o) for o in gc.get_objects() if issubclass(type(o), kinds)}
+    log = {"saves": 0, "loads": 0}
+    real_save, real_load = torch.save, torch.load
+
+    def lose_memory() -> None:
+        for obj in gc.get_objects():
+            if id(obj) in before or not issubclass(type(obj), kinds):
+                continue
+            if isinstance(obj, torch.nn.Module):
+                with torch.no_grad():
+                    for t in (*obj.parameters(recurse=False), *obj.buffers(recurse=False)):
+                        if t.is_floating_point():
+                            t.uniform_(-1, 1)
+            elif isinstance(obj, torch.optim.Optimizer):
+                obj.state.clear()
+            else:
+                obj.manual_seed(secrets.randbits(62))
+        torch.manual_seed(secrets.randbits(62))
+
+    def save(*a, **k):
+        log["saves"] += 1
+        return real_save(*a, **k)
+
+    def load(*a, **k):
+        log["loads"] += 1
+        lose_memory()
+        return real_load(*a, **k)
+
+    with torch.random.fork_rng(devices=[]):
+        torch.save, torch.load = save, load
+        try:
+            got = answer(*args, **kwargs)
+        finally:
+            torch.save, torch.load = real_save, real_load
+    return {"returned": got, **log}
+
+
 def _compare_resume(got: Any, expected: dict) -> str | None:
+    if isinstance(got, dict) and "returned" in got:  # through crashed_run
+        if not got.get("loads") or not got.get("saves"):
+            return ("your run never wrote and read back a checkpoint: at step crash_at it must save (torch.save), "
+                    "start over from a fresh model, optimizer and generators, and load (torch.load), as the "
+                    "snippet does.")
+        got = got["returned"]
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return "return the pair (losses, final weight), as the snippet does."
     losses, weight = got
@@ -359,6 +442,7 @@ register(
               "random numbers come from two places here: the data order's generator and torch's "
               "global generator (dropout); both have a state you can get and set."),
         compare=_compare_resume,
+        runner=crashed_run,
         rtol=RESUME_TOL,
         atol=RESUME_TOL,
         cases=(),

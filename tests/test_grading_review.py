@@ -1,0 +1,367 @@
+"""The grade is decided where the student has no hand: the grader reads each exercise's code itself
+(grading/review.py) and runs it as its own program in a fresh process where the forbidden routines
+were removed first; every class of shortcut gets "needs review" with its line, or fails; honest work
+passes; the grading seed stays secret (grading.grading_key, KeyedRandom)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
+import grading  # noqa: E402
+from grading import review, sandbox  # noqa: E402
+from lectorch.exercises import check, refusals  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+#: every class of shortcut, as a student would write it: (exercise, chapter, cells before the check,
+#: a piece of the line the grader must point at). "-" as the piece: judged by behaviour (the runner).
+SHORTCUTS = {
+    "thread": ("precision-log-softmax", "01_precision.ipynb", [
+        "import threading, torch\n"
+        "def log_softmax(logits):\n"
+        "    out = []\n"
+        "    t = threading.Thread(target=lambda: out.append(torch.log_softmax(logits.float(), -1)))\n"
+        "    t.start(); t.join()\n"
+        "    return out[0]"], "threading.Thread"),
+    "DisableTorchFunction": ("precision-log-softmax", "01_precision.ipynb", [
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    with torch._C.DisableTorchFunction():\n"
+        "        return torch.log_softmax(logits.float(), -1)"], "DisableTorchFunction"),
+    "_pop_mode_temporarily": ("precision-log-softmax", "01_precision.ipynb", [
+        "import torch\n"
+        "from torch.overrides import _pop_mode_temporarily as pop\n"
+        "def log_softmax(logits):\n"
+        "    with pop():\n"
+        "        return torch.nn.functional.log_softmax(logits.float(), -1)"], "_pop_mode_temporarily"),
+    "aten op": ("precision-log-softmax", "01_precision.ipynb", [
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    return torch.ops.aten._log_softmax.default(logits.float(), -1, False)"], "torch.ops.aten"),
+    "unlisted alias": ("precision-log-softmax", "01_precision.ipynb", [
+        "import torch as t\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float()\n"
+        "    return x - t.logcumsumexp(x, -1)[..., -1:]"], "logcumsumexp"),
+    "numpy equivalent": ("precision-log-softmax", "01_precision.ipynb", [
+        "import numpy as np, torch\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float().numpy()\n"
+        "    return torch.from_numpy(x - np.logaddexp.reduce(x, axis=-1, keepdims=True))"], "logaddexp"),
+    "autograd engine": ("backprop-skip-grads", "06_backward_6x.ipynb", [
+        "import torch\n"
+        "from torch.autograd import Variable\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    w1, w2 = w1.detach().requires_grad_(), w2.detach().requires_grad_()\n"
+        "    out = ((torch.relu(x @ w1) + x) @ w2).sum()\n"
+        "    return Variable._execution_engine.run_backward((out,), (torch.ones_like(out),), False, False, (w1, w2), False)"],
+        "_execution_engine"),
+    "FunctionType copy": ("train-get-batch", "09_training_loop.ipynb", [
+        "import types, lectorch.data\n"
+        "_copy = types.FunctionType(lectorch.data.get_batch.__code__, lectorch.data.get_batch.__globals__)",
+        "def get_batch(data, batch_size, context_length, device, generator=None):\n"
+        "    return _copy(data, batch_size, context_length, device, generator=generator)"], "types.FunctionType"),
+    "copy of cosine_lr": ("train-lr-at-step", "09_training_loop.ipynb", [
+        "from lectorch.train import cosine_lr as schedule\n"
+        "import copy\n"
+        "saved = copy.copy(schedule)",
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    return saved(step, max_lr=max_lr, warmup_steps=warmup_steps, total_steps=total_steps, min_lr=min_lr)"],
+        "saved = copy.copy(schedule)"),
+    "FlopCounterMode saved beforehand": ("backprop-mlp-backward", "06_backward_6x.ipynb", [
+        "import torch\n"
+        "from torch.utils.flop_counter import FlopCounterMode\n"
+        "counter = FlopCounterMode(display=False)",
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    layers = [torch.nn.Linear(d, k, bias=False) for d, k in zip(widths[:-1], widths[1:])]\n"
+        "    x = torch.randn(batch, widths[0], requires_grad=input_requires_grad)\n"
+        "    y = torch.nn.Sequential(*layers)(x).sum()\n"
+        "    with counter:\n"
+        "        y.backward()\n"
+        "    return counter.get_total_flops()"], "FlopCounterMode"),
+    "bf16 table built with torch": ("precision-bf16-257", "01_precision.ipynb", [
+        "import torch\n"
+        "TABLE = {n: torch.tensor(float(n), dtype=torch.bfloat16).item() for n in range(1 << 12)}",
+        "def bf16_stores(n):\n"
+        "    return TABLE[n]"], "torch.tensor"),
+    # the work done in another process, where no refusal of this one reaches (plain Python there, so
+    # that the test does not start torch once per hidden case)
+    "measured in a subprocess": ("backprop-mlp-backward", "06_backward_6x.ipynb", [
+        "import subprocess, sys\n"
+        "CODE = 'import sys; b, *w = map(int, sys.argv[1:]); print(2 * b * sum(d * k for d, k in zip(w, w[1:])))'\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    out = subprocess.run([sys.executable, '-c', CODE, str(batch), *map(str, widths)], capture_output=True)\n"
+        "    return int(out.stdout)"], "subprocess.run"),
+    "measured in a thread": ("backprop-mlp-backward", "06_backward_6x.ipynb", [
+        "import torch\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    def measure():\n"
+        "        from torch.utils.flop_counter import FlopCounterMode\n"
+        "        m = torch.nn.Sequential(*[torch.nn.Linear(d, k, bias=False) for d, k in zip(widths, widths[1:])])\n"
+        "        y = m(torch.randn(batch, widths[0])).sum()\n"
+        "        with FlopCounterMode(display=False) as c:\n"
+        "            y.backward()\n"
+        "        return c.get_total_flops()\n"
+        "    return ThreadPoolExecutor(1).submit(measure).result()"], "ThreadPoolExecutor"),
+    "computed getattr": ("precision-log-softmax", "01_precision.ipynb", [
+        "import torch\n"
+        "name = 'log_' + 'soft' + 'max'\n"
+        "def log_softmax(logits):\n"
+        "    return getattr(torch, name)(logits.float(), -1)"], "getattr(torch, name)"),
+    "eval": ("train-lr-at-step", "09_training_loop.ipynb", [
+        "import math\n"
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    return eval('__import__(\"lectorch.train\").train.cosine_lr')(step, max_lr=max_lr, "
+        "warmup_steps=warmup_steps, total_steps=total_steps, min_lr=min_lr)"], "eval("),
+    "timer reads the device": ("flops-honest-timer", "05_flops_mfu.ipynb", [
+        "def time_call(fn, sync, clock, warmup=3, trials=7):\n"
+        "    device = fn.__closure__[0].cell_contents\n"
+        "    return device.steady_s"], "__closure__"),
+    "train-resume never crashes": ("train-resume", "09_training_loop.ipynb", [
+        "import os, tempfile, torch\n"
+        "from lectorch.exercises.train import train_with_restart as _given",
+        "def train_with_restart(tokens, num_steps, crash_at=None):\n"
+        "    return _given(tokens, num_steps, None)"], "lectorch.exercises.train"),
+    "train-accumulate in one big step": ("train-accumulate", "09_training_loop.ipynb", [
+        "import torch\n"
+        "def accumulated_training(weight, micro_batches, accumulation, lr=0.1):\n"
+        "    w = weight.clone().requires_grad_(True)\n"
+        "    for i in range(0, len(micro_batches), accumulation):\n"
+        "        group = micro_batches[i:i + accumulation]\n"
+        "        x, y = torch.cat([g[0] for g in group]), torch.cat([g[1] for g in group])\n"
+        "        torch.nn.functional.cross_entropy(x @ w.T, y).backward()\n"
+        "        with torch.no_grad():\n"
+        "            w -= lr * w.grad\n"
+        "        w.grad = None\n"
+        "    return w.detach()"], "-"),
+}
+
+#: more spellings, judged in process only (their grading is the same path as the ones above)
+SPELLINGS = {
+    "getattr with a constant name": ("import torch\n"
+                                     "def log_softmax(logits):\n"
+                                     "    return getattr(torch, 'log_softmax')(logits.float(), -1)", "getattr(torch"),
+    "a method through type()": ("def log_softmax(logits):\n"
+                                "    f = type(logits).log_softmax\n"
+                                "    return f(logits.float(), -1)", "type(logits).log_softmax"),
+    "attrgetter": ("import operator, torch\n"
+                   "def log_softmax(logits):\n"
+                   "    return operator.attrgetter('special.log_softmax')(torch)(logits.float(), -1)", "attrgetter"),
+    "star import": ("from torch import *\n"
+                    "def log_softmax(logits):\n"
+                    "    return special.log_softmax(logits.float(), -1)", "special.log_softmax"),
+    "a library patched at cell time": ("import torch\n"
+                                       "torch.exp = lambda t: t\n"
+                                       "def log_softmax(logits):\n"
+                                       "    return logits - torch.exp(logits).sum(-1, keepdim=True).log()", "torch.exp ="),
+    "setattr on a library": ("import torch\n"
+                             "def log_softmax(logits):\n"
+                             "    setattr(torch, 'exp', lambda t: t)\n"
+                             "    return logits - torch.exp(logits).sum(-1, keepdim=True).log()", "setattr(torch"),
+    "scipy": ("import scipy.special, torch\n"
+              "def log_softmax(logits):\n"
+              "    return torch.as_tensor(scipy.special.log_softmax(logits.float().numpy(), -1))", "scipy"),
+}
+
+#: what the checker's expression of each of these exercises is (the reference chapter's)
+EXPR = {"precision-log-softmax": "log_softmax", "backprop-skip-grads": "skip_grads", "train-get-batch": "get_batch",
+        "train-lr-at-step": "lr_at", "backprop-mlp-backward": "backward_flops", "precision-bf16-257": "bf16_stores",
+        "flops-honest-timer": "time_call", "train-resume": "train_with_restart",
+        "train-accumulate": "accumulated_training"}
+
+
+def notebook_of(ex_id: str, cells: list[str]) -> nbformat.NotebookNode:
+    code = [nbformat.v4.new_code_cell(c) for c in cells]
+    check_cell = nbformat.v4.new_code_cell(f'import lectorch\nlectorch.check("{ex_id}", {EXPR[ex_id]})')
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a submission"), *code, check_cell])
+
+
+def findings_of(nb, ex_id: str, expr: str, helpers=None) -> list[review.Finding]:
+    spec = refusals().get(ex_id) or {}
+    program = review.build(nb, ex_id, expr, helpers)
+    return review.review(program, spec.get("names", ()), no_tensors=spec.get("no_tensors", False))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+def test_the_honest_solutions_have_no_finding(chapter):
+    nb = grading.read_notebook_json(chapter)
+    calls = grading.check_calls(nb)
+    assert calls
+    for ex_id, expr in calls:
+        program = review.build(nb, ex_id, expr, review.helpers_of(nb, expr))
+        assert program.found and program.statements, ex_id
+        assert findings_of(nb, ex_id, expr, review.helpers_of(nb, expr)) == [], ex_id
+
+
+@pytest.mark.parametrize("who", [w for w, (*_, piece) in SHORTCUTS.items() if piece != "-"])
+def test_every_shortcut_is_found_with_its_cell_and_line(who):
+    ex_id, _, cells, piece = SHORTCUTS[who]
+    nb = notebook_of(ex_id, cells)
+    found = findings_of(nb, ex_id, EXPR[ex_id])
+    assert found, who
+    assert any(piece in f.text for f in found), [f.describe() for f in found]
+    first = found[0]
+    assert first.cell >= 2 and first.line >= 1  # cell 1 is the markdown title
+    assert review.summary(found).startswith("needs review: cell ")
+
+
+@pytest.mark.parametrize("who", SPELLINGS)
+def test_more_spellings_are_found_with_their_line(who):
+    source, piece = SPELLINGS[who]
+    nb = notebook_of("precision-log-softmax", [source])
+    found = findings_of(nb, "precision-log-softmax", "log_softmax")
+    assert any(piece in f.text and f.cell == 2 for f in found), [f.describe() for f in found]
+
+
+def test_a_copy_made_in_an_earlier_cell_is_not_in_the_fresh_program_s_reach():
+    """The program holds what the answer needs, in notebook order; a name it cannot see is a finding."""
+    nb = notebook_of("precision-log-softmax", [
+        "import torch\nunused = torch.log_softmax", "exec('f = torch.log_softmax')",
+        "def log_softmax(logits):\n    return f(logits, -1)"])
+    program = review.build(nb, "precision-log-softmax", "log_softmax")
+    assert "unused" not in program.source() and "def log_softmax" in program.source()
+    found = findings_of(nb, "precision-log-softmax", "log_softmax")
+    assert any("`f`" in f.why for f in found)
+
+
+def test_the_program_keeps_the_last_binding_and_the_checks_own_helpers():
+    nb = notebook_of("precision-log-softmax", [
+        "peak = 1\nfor peak in range(3):\n    pass", "peak = 2", "def log_softmax(logits):\n    return logits * peak"])
+    source = review.build(nb, "precision-log-softmax", "log_softmax").source()
+    assert "range(3)" not in source and "peak = 2" in source
+    reference = grading.read_notebook_json(ROOT / "chapters" / "08_optimizers_memory.ipynb")
+    helpers = review.helpers_of(reference, "optimizer_trainer(MyRMSprop)")
+    assert helpers == {"optimizer_trainer": "lectorch.exercises.optim"}
+    student = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import torch\noptimizer_trainer = lambda cls: torch.optim.RMSprop"),
+        nbformat.v4.new_code_cell("class MyRMSprop(torch.optim.Optimizer):\n    pass"),
+        nbformat.v4.new_code_cell('lectorch.check("optim-rmsprop", optimizer_trainer(MyRMSprop))')])
+    source = review.build(student, "optim-rmsprop", "optimizer_trainer(MyRMSprop)", helpers).source()
+    assert source.startswith("from lectorch.exercises.optim import optimizer_trainer") and "lambda" not in source
+
+
+# ------------------------------------------------------------------------------ the seed
+
+
+def test_a_short_or_human_seed_is_refused_or_stretched_with_a_warning():
+    import grading_bundle
+
+    for weak in ("1234", "20261201", "correct horse", "0x4d2"):
+        with pytest.raises(ValueError, match="entropy"):
+            grading_bundle.seed_from(weak)
+        with pytest.warns(grading.WeakSeedWarning):
+            grading.grading_key(weak)
+    strong = "3f" * 32
+    assert grading_bundle.seed_from(strong) == strong
+    assert len(grading_bundle.seed_from(None)) == 64  # a random 256-bit one
+
+
+def test_each_exercise_draws_from_its_own_keyed_stream():
+    strong = "a1" * 32
+    a, b = grading.grading_rng(strong, "x"), grading.grading_rng(strong, "x")
+    draws = [a.random() for _ in range(5)]
+    assert draws == [b.random() for _ in range(5)]
+    assert draws != [grading.grading_rng(strong, "y").random() for _ in range(5)]
+    assert draws != [grading.grading_rng("b2" * 32, "x").random() for _ in range(5)]
+    # the old stream (random.Random(f"{seed}:{id}")) is gone: a draw seen in a sandbox is an HMAC
+    import random
+
+    assert draws[0] != random.Random(f"{strong}:x").random()
+    rng = grading.grading_rng(strong, "z")
+    assert 1 <= rng.randint(1, 6) <= 6 and rng.choice("abc") in "abc" and isinstance(rng.gauss(0, 1), float)
+
+
+# ------------------------------------------------------------------- shortcuts that do not pay
+
+
+def _reference_function(name: str):
+    nb = nbformat.read(ROOT / "chapters" / "09_training_loop.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "solution" in c.metadata.get("tags", []) and f"def {name}(" in c.source)
+    import os
+    import tempfile
+
+    import torch
+
+    space = {"torch": torch, "os": os, "tempfile": tempfile, "math": __import__("math")}
+    exec(cell.source, space)
+    return space[name]
+
+
+def test_train_resume_must_really_crash_and_restore():
+    honest = _reference_function("train_with_restart")
+    assert check("train-resume", honest).passed
+
+    def never_crashes(tokens, num_steps, crash_at=None):
+        return honest(tokens, num_steps, None)
+
+    result = check("train-resume", never_crashes)
+    assert result.status == "failed" and "never wrote and read back a checkpoint" in result.message
+
+
+def test_train_accumulate_must_run_one_backward_per_micro_batch():
+    assert check("train-accumulate", _reference_function("accumulated_training")).passed
+    space: dict = {}
+    exec(SHORTCUTS["train-accumulate in one big step"][2][0], space)
+    result = check("train-accumulate", space["accumulated_training"])
+    assert result.status == "failed" and "backward passes" in result.message
+
+
+# ------------------------------------------------------------------- through the real grader
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sandbox.bwrap_works(), reason="bubblewrap is not usable here")
+def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
+    """No shortcut gets a silent pass (each fails or is "needs review" with its line), the reference
+    chapters pass, the untouched student edition passes nothing."""
+    import grade
+    import student_edition
+
+    chapters = sorted({chapter for _, chapter, _, _ in SHORTCUTS.values()})
+    ids = sorted({ex_id for ex_id, *_ in SHORTCUTS.values()})  # the chapters' other exercises: "not graded"
+    bundle = grading.build_bundle("c0ffee" * 8, exercise_ids=ids)
+    grading.write_bundle(bundle, tmp_path / "bundle.pt")
+    subs = tmp_path / "subs"
+    for chapter in chapters:
+        reference = nbformat.read(ROOT / "chapters" / chapter, as_version=4)
+        for who, nb in (("honest", reference), ("stub", student_edition.student_notebook(reference))):
+            (subs / who).mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, subs / who / chapter)
+    # round r holds the r-th shortcut of each exercise: one notebook per chapter and round (the
+    # shortcuts of different exercises share it; their programs are built and run apart)
+    rounds: dict[str, int] = {}
+    where: dict[str, str] = {}
+    cells_of: dict[tuple[str, str], list[str]] = {}
+    for who, (ex_id, chapter, cells, _) in SHORTCUTS.items():
+        r = rounds[ex_id] = rounds.get(ex_id, -1) + 1
+        where[who] = f"attack-{r}"
+        cells_of.setdefault((where[who], chapter), []).extend(
+            [*cells, f'import lectorch\nlectorch.check("{ex_id}", {EXPR[ex_id]})'])
+    for (sub, chapter), cells in cells_of.items():
+        (subs / sub).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), subs / sub / chapter)
+    report = grade.grade_folder(subs, bundle=tmp_path / "bundle.pt", timeout_s=240, jobs=2)
+    status = {(g.submission, g.exercise): g for g in report.grades}
+    table = grade.table(report)
+    assert all(status[("honest", ex_id)].status == "passed" for ex_id in ids), table
+    assert not any(status[("stub", ex_id)].status == "passed" for ex_id in ids), table
+    counts: dict[str, int] = {}
+    for who, (ex_id, _, _, piece) in SHORTCUTS.items():
+        g = status[(where[who], ex_id)]
+        counts[g.status] = counts.get(g.status, 0) + 1
+        assert g.status in ("needs review", "failed", "error", "not implemented", "missing"), (who, g.message)
+        if g.status == "needs review":
+            assert "cell " in g.message and ", line " in g.message, (who, g.message)
+        if piece == "-":
+            assert g.status == "failed", (who, g.message)
+    with capsys.disabled():
+        print(f"\n[grading] {len(SHORTCUTS)} shortcuts in {len(cells_of)} notebooks: {counts}; "
+              + ", ".join(f"{r.submission}/{r.notebook[:2]} {r.seconds:.0f} s" for r in report.runs))
