@@ -113,3 +113,18 @@ SLIPS = {
         "gradients-share-missing": 36571428571.42858,
     },
 }
+
+
+def _practice(make, settings) -> list[Case]:
+    return [Case(args=s, expected=make(*s), description=d) for s, d in settings]
+
+
+#: public practice settings of the value exercises (their answers sealed in the package): other
+#: clusters, blocks and groups than the page's, so that a rule right only at the page's numbers fails
+PRACTICE = {
+    "napkin-two-weeks": lambda: _practice(node_flops, [((1, 1), "one GPU for a day"), ((64, 30), "64 GPUs for 30 days")]),
+    "napkin-8bit-adam-bytes": lambda: _practice(bytes_8bit_adam, [((64,), "blocks of 64 values"),
+                                                                  ((2048,), "blocks of 2048 values")]),
+    "napkin-zero2-params": lambda: _practice(zero2_params, [((8, 24e9), "8 GPUs of 24 GB"),
+                                                            ((1, 80e9), "one GPU: nothing to shard")]),
+}

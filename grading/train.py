@@ -130,6 +130,18 @@ def ckpt_bytes(vocab_size: int, dim: int, num_layers: int) -> int:
     return 12 * sum(p.numel() for p in model.parameters())
 
 
+def _ckpt_practice() -> list:
+    from lectorch.exercises import Case
+
+    # a large vocabulary, where embedding and head outweigh the blocks; a single block
+    return [Case(args=m, expected=ckpt_bytes(*m), description=d) for m, d in [
+        ((1000, 32, 1), "V = 1000, D = 32, one block"), ((64, 96, 1), "V = 64, D = 96, one block")]]
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {"train-ckpt-size": _ckpt_practice}
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     if exercise_id == "train-ckpt-size":
         from lectorch.exercises import Case

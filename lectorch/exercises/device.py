@@ -13,7 +13,7 @@ import random
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 
 # asked as functions of their setting: the page's numbers are the public case (sealed); the
 # grader tries hidden tensors and links (grading/device.py)
@@ -62,10 +62,9 @@ def compare_readings(got, expected) -> str | None:
 
 
 def _direction(got: int, expected) -> str:
-    from lectorch.exercises.sealed_cases import how_far
+    from lectorch.exercises.seal import how_far
 
-    far = how_far(got, expected) if got else ""
-    return (f"{far}." if far else "within a factor of 1.2; count each tensor's whole allocator blocks.")
+    return how_far(got, expected) + "; count each tensor's whole allocator blocks." if got else "it is 0."
 
 
 register(

@@ -19,7 +19,7 @@ import torch
 
 from lectorch import init
 from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 
 # the ReLU-depth prediction and the variant's parameter count are functions of their setting: the
 # page's numbers are the public case (sealed); the grader tries hidden ones (grading/init.py)

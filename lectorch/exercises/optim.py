@@ -20,7 +20,7 @@ import torch
 
 from lectorch import optim
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 from lectorch.exercises.refuse import refuse_subclass
 from lectorch.models import Cruncher
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import mismatch, public_cases
+from lectorch.exercises.seal import mismatch, public_cases
 
 # asked as functions of their setting: the page's numbers are the public case (sealed); the
 # grader tries hidden integers and steps (grading/precision.py)
