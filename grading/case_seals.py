@@ -11,9 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from lectorch.exercises import seal as sealed_cases
-
-CASES_FILE = Path(__file__).resolve().parents[1] / "lectorch" / "exercises" / "_case_seals.py"
+from lectorch.exercises import seal
 
 
 def references(modules: Mapping | None = None) -> dict:
@@ -28,13 +26,13 @@ def references(modules: Mapping | None = None) -> dict:
 
 def expected_of(refs: Mapping, exercise_id: str, case: Any) -> Any:
     """The plain expected result of a public ``case`` (whose package copy holds only its seal)."""
-    if not sealed_cases.holds_seal(case.expected):
+    if not seal.holds_seal(case.expected):
         return case.expected
     if exercise_id not in refs:
         raise ValueError(f"{exercise_id}: its public cases are sealed, but no grading module has REFERENCE[{exercise_id!r}]")
     result = refs[exercise_id](case)
     if isinstance(case.expected, dict):  # facts of the inputs in clear, beside the results
-        return {**sealed_cases.plain_part(case.expected), **result}
+        return {**seal.plain_part(case.expected), **result}
     return result
 
 

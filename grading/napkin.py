@@ -46,6 +46,10 @@ def _gpus_cases(rng: random.Random) -> list[Case]:
     for _ in range(5):
         runs.append((rng.uniform(1e9, 1e11), rng.uniform(1e11, 2e13), rng.uniform(1, 120),
                      rng.choice([312e12, 989.5e12, 756.5e12]), rng.uniform(0.25, 0.6)))
+    # a whole-number quotient, exact in floating point whatever the order of the arithmetic
+    # (6·P·T = 4.32e19 · q · days, a mantissa below 2**53): exactly q GPUs, not one more
+    q, days = rng.randint(2, 6), rng.choice([1, 2, 4])
+    runs.append((1.44e9, 5e9 * q * days, days, 1e15, 0.5))
     return [Case(args=r, expected=gpus_needed(*r), description="a hidden run") for r in runs]
 
 

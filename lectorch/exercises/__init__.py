@@ -40,15 +40,15 @@ import pkgutil
 import random
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Literal
 
 import torch
 
-from lectorch.exercises.refuse import RefusedShortcut, refusing
-from lectorch.exercises.seal import (Sealed, SealedNumber, how_far, is_sealed, practice_cases, stored_data,
-                                     token_matches, tolerance_text, within)
+from lectorch.exercises.refuse import refusing
+from lectorch.exercises.seal import (Sealed, SealedNumber, how_far, practice_cases, stored_data, token_matches,
+                                     tolerance_text, within)
 from lectorch.exercises.seal import _real as _as_real
-from lectorch.exercises.seal import _short as short
+from lectorch.exercises.seal import short
 
 #: When this environment variable names a file, every check appends its result there as a JSON
 #: line. It is a convenience log for the student only: the grader never trusts it.
@@ -597,10 +597,6 @@ def _measured_text(prediction: Any, measured: float | None) -> str:
         return ""
     ratio = f", {m / p:.2g}× your prediction" if p else ""
     return f" (measured on this machine: {m:.3g}{ratio})"
-
-
-def _short(value: Any) -> str:
-    return short(value)
 
 
 def compare(ex: Exercise, got: Any, expected: Any, *, page: bool = False) -> str | None:

@@ -110,8 +110,10 @@ register(
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
         slips={
-            "backward-pass-does": "as long as the forward pass: the backward pass of a layer does more matmuls than its forward.",
-            "counts-forward-pass": "that counts the forward pass too; the question is backward over forward.",
+            "backward-pass-does": ("as long as the forward pass: count the matmuls each layer's backward does, and "
+                                   "which of them the first layer, whose input is data, skips."),
+            "counts-forward-pass": ("that includes the forward pass: count the backward pass's matmuls alone, layer "
+                                    "by layer, against the forward's; the first layer's input is data."),
         },
     )
 )

@@ -112,10 +112,10 @@ register(
         hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
               "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={
-            "twice-physics-bf16": "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
-            "gb-s-counts": "GB/s counts bytes: no factor of 8 for bits here.",
+            "twice-physics-bf16": "recheck the bytes of a bf16 element and the rate of a PCIe 5.0 x16 link in one direction.",
+            "gb-s-counts": "GB/s counts bytes, not bits.",
             "answer-seconds-milliseconds": "the answer is in seconds, not milliseconds.",
-            "half-physics-count": ("half the physics: count 2 bytes per bf16 element, and 63 GB/s in one "
+            "half-physics-count": ("count 2 bytes per bf16 element, and 63 GB/s in one "
                                    "direction (126 GB/s counts both directions of the link)."),
         },
     )

@@ -47,7 +47,7 @@ register(
         hint="FLOPs of a (B, D) @ (D, K) matmul are 2·B·D·K; divide by the seconds, then by the peak.",
         rtol=1e-6,  # fp32 arithmetic of the formula passes: a few roundings of float32 (8 ulps ≈ 1e-6)
         slips={
-            0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·B·D·K, not B·D·K.",
+            0.5: "count the FLOPs of the matmul again: how many FLOPs is one multiply-add?",
             1e-12: "keep everything in FLOP and FLOP/s (not TFLOP or TFLOP/s).",
         },
         cases=public_cases("flops-mfu-from-time", (

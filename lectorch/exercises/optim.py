@@ -9,7 +9,7 @@
 
 Every expected result comes from torch itself, on the instructor's side (``grading/optim.py``'s
 ``REFERENCE``): the package holds the public cases' results only as seals
-(``lectorch.exercises.sealed_cases``), and the prediction's physics answer as a seal.
+(``lectorch.exercises.seal``), and the prediction's physics answer as a seal.
 """
 
 from __future__ import annotations

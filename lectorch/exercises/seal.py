@@ -229,7 +229,7 @@ def how_far(got: float, expected: Any, rtol: float = 0.0, atol: float = 0.0) -> 
     >>> how_far(5.0, 4.0, 0.02)
     '5.0 is not within ±2 % of the answer; recheck each factor'
     """
-    shown = _short(got)
+    shown = short(got)
     if isinstance(expected, SealedNumber):
         salt, token = expected.salt, expected.token
         if not token.startswith("x"):
@@ -243,15 +243,16 @@ def how_far(got: float, expected: Any, rtol: float = 0.0, atol: float = 0.0) -> 
             return f"{shown} has the wrong sign"
         d = (math.floor(math.log10(abs(got))) - math.floor(math.log10(abs(e)))) if got and e else None
     if not d:
-        if not rtol and not atol:
-            return f"{shown} is not the expected answer; recheck each factor"
-        return f"{shown} is not {tolerance_text(rtol, atol)}; recheck each factor"
+        words = tolerance_text(rtol, atol)
+        if words.startswith("exactly"):
+            return f"{shown} is not the expected answer ({words}); recheck each factor"
+        return f"{shown} is not {words}; recheck each factor"
     if d > 0:
         return f"{shown} is too large: the answer has a smaller power of ten; recheck the units and each factor"
     return f"{shown} is too small: the answer has a larger power of ten; recheck the units and each factor"
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
     text = repr(value)
