@@ -479,8 +479,6 @@ def judge_cases(ex: Exercise, cases: list[tuple[Any, str | None, str]],
         problem = _compare_safely(ex, got, expected, page=(i == 1 and ex.kind != "function"))
         if problem is not None:
             return "failed", f"{where}: {problem}"
-    if ex.kind == "prediction":
-        return "passed", f"Correct: your prediction agrees with the physics ({n} setting{'s' if n != 1 else ''})."
     return "passed", f"Correct: {ex.title} ({n} case{'s' if n != 1 else ''} pass)."
 
 
@@ -676,7 +674,8 @@ def _compare_number(ex: Exercise, got: Any, expected: Any, page: bool) -> str | 
         return f"{short(got)} is not the expected answer."
     if x == 0:
         return "0 is not the answer: is a factor missing, or an integer division?"
-    return how_far(x, bound, rtol, atol) + "."
+    shown = got if isinstance(got, numbers.Real) and not isinstance(got, bool) else x
+    return how_far(shown, bound, rtol, atol) + "."
 
 
 def slip_id(exercise_id: str, name: str) -> str:
