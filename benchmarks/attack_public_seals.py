@@ -2,16 +2,17 @@
 
     python benchmarks/attack_public_seals.py [EXERCISE_ID ...]
 
-A value or prediction exercise asked as a function of its setting holds one seal in the package:
-its public case (the page's numbers). The seal stores, in clear, its tolerance and a salted hash of
-the answer's quarter octave (for "how far off" feedback). The attack (i) finds the quarter octave by
-trying each one (a few hundred hashes), (ii) tries every fine bin of the seal inside it (numbers
-with a relative tolerance of 0.1 % or more), or every integer, half and quarter inside it (exact
-answers, and tolerances of 1e-9), until one matches. With the
-answer found it hands in the page's answer hard-coded, ``lambda *setting: answer``, which the
-practice check accepts; then it asks the grader (the bundle's hidden settings, judged in this
-process as the sandbox would report them) and prints the grade. Needs the instructor's ``grading/``
-only to grade the recovered answer, not to find it.
+A value or prediction exercise asked as a function of its setting holds seals in the package: its
+public case (the page's numbers) and its practice settings. A seal stores, in clear, its tolerance
+and its grid's offset, a salted hash of the accepted bucket and a salted hash of the answer's power
+of ten (for "how far off" feedback). The attack on the page's seal (i) finds the power of ten by
+trying each one (both signs, ±40: 162 hashes), (ii) tries every bucket of the grid inside that
+decade (numbers with a relative tolerance of 0.1 % or more), or every integer of the decade up to
+the answer (exact answers, and tolerances of 1e-9), until one matches. With the answer found it
+hands in the page's answer hard-coded, ``lambda *setting: answer``, which the practice check now
+refuses on its practice settings; then it asks the grader (the bundle's hidden settings, judged in
+this process as the sandbox would report them) and prints the grade. Needs the instructor's
+``grading/`` only to grade the recovered answer, not to find it.
 """
 
 from __future__ import annotations
@@ -24,40 +25,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lectorch.exercises import Sealed, _digest, _log_width, check, exercises, reset_attempts  # noqa: E402
+from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402
+from lectorch.exercises.seal import _digest, _log_width, decades_off  # noqa: E402
 
 MAX_TRIES = 20_000_000
+#: the attack's first step: both signs, powers of ten from -40 to 40
+DECADE_TRIES = 2 * (2 * 40 + 1)
 
 
-def quarter_octave(ex_id: str, seal: Sealed, span: int = 4 * 128) -> tuple[str, int] | None:
-    stored = seal.token.split("|")[4]
-    for sign in "+-":
-        for q in range(-span, span + 1):
-            if _digest(ex_id + "#octave", f"{sign}{q}") == stored:
-                return sign, q
+def decade(ex_id: str, seal: Sealed) -> tuple[float, int] | None:
+    """(sign, power of ten) of the sealed answer, found by hashing each candidate."""
+    for sign in (1.0, -1.0):
+        d = decades_off(ex_id, seal.token, sign)  # how many decades 1 (or -1) is above the answer
+        if d is not None:
+            return sign, -d
     return None
 
 
 def recover(ex_id: str, seal: Sealed) -> tuple[float | None, int]:
     """A number the seal accepts, and the number of hashes it took."""
-    found = quarter_octave(ex_id, seal)
-    tries = 2 * (4 * 128 * 2 + 1)
+    found = decade(ex_id, seal)
+    tries = DECADE_TRIES
     if found is None:
         return None, tries
-    sign, q = found
-    s = 1.0 if sign == "+" else -1.0
-    lo, hi = 2.0 ** (q / 4), 2.0 ** ((q + 1) / 4)
-    rtol = seal.rtol
-    width = _log_width(rtol) if rtol > 0 else 0.0
-    first, last = (math.floor(math.log(lo) / width), math.floor(math.log(hi) / width)) if width else (0, -1)
-    if rtol > 0 and last - first < MAX_TRIES // 4:  # else (a tolerance of 1e-9): try whole numbers
-        digests = set(seal.token.split("|")[3].split(","))
-        for b in range(first, last + 1):
+    s, q = found
+    lo, hi = 10.0 ** q, 10.0 ** (q + 1)
+    kind, rtol, _, offset = seal.token.split("|")[:4]
+    rtol = float(rtol)
+    if kind == "r" and rtol >= 1e-3:
+        width, offset, sign = _log_width(rtol), float(offset), "+" if s > 0 else "-"
+        digest = seal.token.split("|")[4]
+        for b in range(math.floor((math.log(lo) - offset) / width), math.floor((math.log(hi) - offset) / width) + 1):
             tries += 1
-            if _digest(ex_id, f"r{sign}{b}")[:12] in digests:
-                return s * math.exp((b + 0.5) * width), tries
+            if _digest(ex_id, f"{sign}{b}") == digest:
+                return s * math.exp(offset + (b + 0.5) * width), tries
         return None, tries
-    # exact (or too fine to scan): the integers of the quarter octave, then its halves and quarters
+    # exact (or too fine to scan): the integers of the decade, then its halves and quarters
     for step in (1.0, 0.5, 0.25):
         x = math.ceil(lo / step) * step
         while x < hi and tries < MAX_TRIES:

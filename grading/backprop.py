@@ -141,3 +141,20 @@ SLIPS = {
         "decoder-needs-gradient": 33554432.0,
     },
 }
+
+
+def _practice() -> dict:
+    from lectorch.exercises import Case
+
+    return {
+        # shallow stacks, where the first layer's missing input gradient shows: a constant fails
+        "backprop-time-ratio": [Case(args=s, expected=backward_ratio(*s), description=d) for s, d in [
+            ((4096, 1), "D = 4096, one layer"), ((4096, 2), "D = 4096, 2 layers"), ((1024, 4), "D = 1024, 4 layers")]],
+        "backprop-tied-flops": [Case(args=s, expected=tied_flops(*s), description=d) for s, d in [
+            ((8, 16, 4), "B = 8, D = 16, H = 4"), ((1, 100, 300), "B = 1, D = 100, H = 300")]],
+    }
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {"backprop-time-ratio": lambda: _practice()["backprop-time-ratio"],
+            "backprop-tied-flops": lambda: _practice()["backprop-tied-flops"]}

@@ -127,3 +127,13 @@ SLIPS = {
         "half-physics-count": 0.00212992,
     },
 }
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {
+    "device-gpu-bytes": lambda: [Case(args=s, expected=gpu_bytes(*s), description=d) for s, d in [
+        (((1000, 3), torch.int8), "int8 (1000, 3)"), (((64, 64, 64), torch.float64), "float64 (64, 64, 64)")]],
+    "device-h2d-seconds": lambda: [Case(args=s, expected=h2d_seconds(*s), description=d) for s, d in [
+        (((4096, 4096), torch.float32, 4), "float32 (4096, 4096) over PCIe 4"),
+        (((1024, 1000), torch.int8, 3), "int8 (1024, 1000) over PCIe 3")]],
+}

@@ -170,3 +170,11 @@ SLIPS = {
         "grouped-query-attention": 106496.0,
     },
 }
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {
+    "einsum-layer-crossover": lambda: [Case(args=s, expected=crossover(**dict(zip(("hidden", "heads", "kv_heads", "head_dim", "mlp_width"), s))), description=d)
+                                       for s, d in [((2048, 16, 16, 128, 8192), "full K/V, 16 heads"),
+                                                    ((1024, 8, 2, 128, 4096), "2 K/V heads")]],
+}

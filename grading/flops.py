@@ -132,3 +132,11 @@ SLIPS = {
         "upside-down-larger": 0.125,
     },
 }
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {
+    "flops-time-ratio": lambda: [Case(args=s, expected=linear_flops(*s[1]) / linear_flops(*s[0]), description=d)
+                                 for s, d in [(((1024, 1024, 1024), (2048, 1024, 1024)), "twice the rows"),
+                                              (((2048, 2048, 2048), (1024, 1024, 1024)), "the larger one first")]],
+}

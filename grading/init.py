@@ -126,3 +126,17 @@ SLIPS = {
         "variant-s-head": 7087873.000073824,
     },
 }
+
+
+def _practice_cases(make, settings) -> list:
+    from lectorch.exercises import Case
+
+    return [Case(args=s, expected=make(*s), description=d) for s, d in settings]
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {
+    "init-relu-depth": lambda: _practice_cases(relu_stack_std, [((3,), "3 blocks"), ((5,), "5 blocks")]),
+    "init-variant-params": lambda: _practice_cases(variant_params, [((64, 2, 3), "D = 64, 2 layers, 3 outputs"),
+                                                                    ((10, 1, 1), "D = 10, one layer, one output")]),
+}

@@ -12,6 +12,7 @@ from typing import Any
 
 import grading
 from grading import harness
+from lectorch.exercises import Outcome, judge_cases, judge_not_callable, judge_unreadable, judge_value
 
 
 def _unreadable(value: Any) -> str | None:
@@ -69,65 +70,51 @@ def _not_done(value: Any) -> bool:
     return value is None or _unreadable(value) == "ellipsis"
 
 
-def judge(ex: Any, entry: dict, record: Any, expr: str) -> tuple[str, str]:
-    """(status, message) of one exercise from its bundle entry and the sandbox's plain record."""
-    from lectorch.exercises import _short, compare
+def _outcome(res: Any) -> Outcome:
+    """The sandbox's plain result of one case, as the verdict engine reads it."""
+    if not isinstance(res, dict):
+        return Outcome("no result")
+    if "input_error" in res:
+        return Outcome("input error")
+    if "timeout" in res:
+        return Outcome("timeout", message=f"{res['timeout']:g}")
+    if "raised" in res:
+        return Outcome("raised", names=tuple(str(n) for n in res.get("raised", [])),
+                       message=str(res.get("message", ""))[:200])
+    if "returned" not in res:
+        return Outcome("no result")
+    what = _unreadable(res["returned"])
+    if what == "ellipsis":
+        return Outcome("returned", ...)
+    if what:
+        return Outcome("unreadable", message=what)
+    return Outcome("returned", _restore(res["returned"]))
 
+
+def judge(ex: Any, entry: dict, record: Any, expr: str) -> tuple[str, str]:
+    """(status, message) of one exercise from its bundle entry and the sandbox's plain record,
+    through the verdict engine the practice check uses (``lectorch.exercises.judge_cases``)."""
     if not isinstance(record, dict) or "unreadable" in record:
         return "error", "the answer could not be read back from the notebook's kernel"
     if not record.get("found"):
         why = str(record.get("message", ""))[:200]
         return "missing", f"no `{expr}` after running the notebook ({why})" if why else f"no `{expr}`"
-
-    def against(got: Any, expected: Any) -> str | None:
-        what = _unreadable(got)
-        if what:
-            return f"your answer contains a {what}, which the grader cannot read back (use numbers, tuples, lists or tensors)."
-        try:
-            return compare(ex, _restore(got), expected)
-        except Exception as err:  # noqa: BLE001 - a strange answer must not stop grading
-            return f"your answer could not be compared ({type(err).__name__}): is it of the asked type?"
-
     if entry["kind"] != "function":
         got = record.get("value")
         if _not_done(got):
-            return "not implemented", "Not implemented yet."
+            return "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again."
+        outcome = _outcome({"returned": got})
+        if outcome.kind == "unreadable":
+            return judge_unreadable(outcome.message)
         expected = ex.expected if entry.get("sealed_only") else grading.decode(entry["expected"])
-        problem = against(got, expected)
-        return ("passed", f"Correct: {ex.title}.") if problem is None else ("failed", problem)
+        return judge_value(ex, outcome.value, expected)
     if not record.get("callable"):
         got = record.get("value")
         if _not_done(got):
-            return "not implemented", "Not implemented yet."
-        return "failed", f"Expected a function, got {_short(got)}."
+            return "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again."
+        return judge_not_callable(ex, _restore(got))
     cases, results = entry["cases"], record.get("cases")
     if not isinstance(results, list) or len(results) != len(cases):
         return "not reached", "the hidden cases did not all run (time limit?)"
-    for i, (case, res) in enumerate(zip(cases, results), start=1):
-        where = f"Case {i} of {len(cases)}" + (f" ({case['description']})" if case["description"] else "")
-        if not isinstance(res, dict):
-            return "error", f"{where}: no result"
-        if "input_error" in res:
-            return "error", f"{where}: the hidden input could not be rebuilt in your kernel (did you replace part of lectorch?)"
-        if "timeout" in res:
-            return "failed", f"{where}: your function took longer than {res['timeout']:g} s."
-        if "raised" in res:
-            names = [str(n) for n in res.get("raised", [])]
-            if "NotImplementedError" in names:
-                return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
-            if case["raises"] is not None and case["raises"] in names:
-                continue
-            kind = names[0] if names else "an error"
-            return "error", f"{where}: your function raised {kind}: {str(res.get('message', ''))[:200]}."
-        if "returned" not in res:
-            return "error", f"{where}: no result"
-        got = res["returned"]
-        if case["raises"] is not None:
-            return "failed", f"{where}: expected an error ({case['raises']}) for this input, but your function returned {_short(got)}."
-        if _unreadable(got) == "ellipsis" or (got is None and case["expected"] is not None):
-            return "not implemented", "Not implemented yet: your function returns nothing."
-        problem = against(got, grading.decode(case["expected"]))
-        if problem is not None:
-            return "failed", f"{where}: {problem}"
-    n = len(cases)
-    return "passed", f"Correct: {ex.title} ({n} case{'s' if n != 1 else ''} pass)."
+    views = [(grading.decode(c["expected"]), c["raises"], c["description"]) for c in cases]
+    return judge_cases(ex, views, lambda i: _outcome(results[i - 1]))

@@ -46,6 +46,10 @@ def _gpus_cases(rng: random.Random) -> list[Case]:
     for _ in range(5):
         runs.append((rng.uniform(1e9, 1e11), rng.uniform(1e11, 2e13), rng.uniform(1, 120),
                      rng.choice([312e12, 989.5e12, 756.5e12]), rng.uniform(0.25, 0.6)))
+    # a whole-number quotient, exact in floating point whatever the order of the arithmetic
+    # (6·P·T = 4.32e19 · q · days, a mantissa below 2**53): exactly q GPUs, not one more
+    q, days = rng.randint(2, 6), rng.choice([1, 2, 4])
+    runs.append((1.44e9, 5e9 * q * days, days, 1e15, 0.5))
     return [Case(args=r, expected=gpus_needed(*r), description="a hidden run") for r in runs]
 
 
@@ -112,4 +116,19 @@ SLIPS = {
         "stage-2-shards": 19104477611.940296,
         "gradients-share-missing": 36571428571.42858,
     },
+}
+
+
+def _practice(make, settings) -> list[Case]:
+    return [Case(args=s, expected=make(*s), description=d) for s, d in settings]
+
+
+#: public practice settings of the value exercises (their answers sealed in the package): other
+#: clusters, blocks and groups than the page's, so that a rule right only at the page's numbers fails
+PRACTICE = {
+    "napkin-two-weeks": lambda: _practice(node_flops, [((1, 1), "one GPU for a day"), ((64, 30), "64 GPUs for 30 days")]),
+    "napkin-8bit-adam-bytes": lambda: _practice(bytes_8bit_adam, [((64,), "blocks of 64 values"),
+                                                                  ((2048,), "blocks of 2048 values")]),
+    "napkin-zero2-params": lambda: _practice(zero2_params, [((8, 24e9), "8 GPUs of 24 GB"),
+                                                            ((1, 80e9), "one GPU: nothing to shard")]),
 }

@@ -143,3 +143,14 @@ SLIPS = {
         "1-0-001": 1.0,
     },
 }
+
+
+#: public practice settings (answers sealed in the package): integers where truncation and
+#: round-to-nearest-even disagree (a tie that rounds up to the even neighbour, a plain round-up),
+#: one stored exactly; steps on either side of the page's
+PRACTICE = {
+    "precision-bf16-257": lambda: [Case(args=(n,), expected=bf16_stores(n), description=d) for n, d in [
+        (255, "255"), (259, "259: a tie"), (1003, "1003"), (4100, "4100")]],
+    "precision-bf16-stall": lambda: [Case(args=(s,), expected=_stall_of(s), description=f"adding {s}")
+                                     for s in (0.001, 0.1, 0.3)],
+}

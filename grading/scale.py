@@ -142,3 +142,14 @@ SLIPS = {
         "bits-or-bytes": 315000000000.0,
     },
 }
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {
+    "scale-ckpt-time": lambda: [Case(args=s, expected=ckpt_time_ratio(*s), description=d) for s, d in [
+        ((2, 16, 32, 4, 1000), "a TinyLM whose head is large"), ((1, 8, 128, 8, 64), "a deep TinyLM, small head")]],
+    "scale-hfu": lambda: [Case(args=s, expected=hfu(*s), description=d) for s, d in [
+        ((1.3e9, 2.0e5, 8), "1.3B parameters on 8 GPUs"), ((70e9, 1.0e6, 1024), "70B parameters on 1024 GPUs")]],
+    "scale-int4-bytes": lambda: [Case(args=s, expected=int4_bytes(*s), description=d) for s, d in [
+        ((7e9, 128), "7B parameters, groups of 128"), ((1e9, 32), "1B parameters, groups of 32")]],
+}

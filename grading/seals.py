@@ -1,68 +1,109 @@
-"""Re-seal the numeric exercises and their named slips from ``grading/`` (instructor side).
+"""Seal every expected answer the student's package holds, from ``grading/`` (instructor side).
 
     python -m grading.seals [EXERCISE_ID=RTOL ...]
 
-Writes ``lectorch/exercises/_seals.py`` from ``EXPECTED`` and ``SLIPS`` of ``grading/<topic>.py``,
-keeping each exercise's tolerance unless ``EXERCISE_ID=RTOL`` gives a new one. The student's
-package only reads the seals (``lectorch.exercises.seal`` seals one value); it never imports this.
+Writes ``lectorch/exercises/seals.json`` (package data; see ``lectorch.exercises.seal``):
+
+* ``values``: the answer of each value and prediction exercise (``EXPECTED`` of
+  ``grading/<topic>.py``), within the exercise's tolerance (``EXERCISE_ID=RTOL`` gives a new one);
+* ``slips``: the wrong values its named slips stand for (``SLIPS``), within 1 %;
+* ``cases``: the results of the function exercises' public cases (``REFERENCE``);
+* ``practice``: the public practice settings of value and prediction exercises asked as a
+  function (``PRACTICE``: cases with their plain answers), their inputs in clear.
+
+The student's package only reads this file; it never imports ``grading/``.
 """
 
 from __future__ import annotations
 
+import json
 import numbers
 import sys
 from pathlib import Path
 
 from grading import expected_values, topic_modules
 from lectorch.exercises import Sealed
-
-SEALS_FILE = Path(__file__).resolve().parents[1] / "lectorch" / "exercises" / "_seals.py"
-
-
-def _chunks(token: str, indent: str) -> str:
-    return "".join(f'{indent}"{token[i:i + 84]}"\n' for i in range(0, len(token), 84))
+from lectorch.exercises.seal import SEALS_FILE, exact_text, number_token, seal
 
 
-def write_seals(rtols: dict[str, float] | None = None, path: Path = SEALS_FILE) -> Path:
-    """Re-seal the numeric exercises and their named slips from ``grading/`` into ``path``."""
+def _plain_input(value, where: str):
+    """A practice case's input as JSON (numbers, strings and dtypes; tuples as lists)."""
+    import torch
+
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, (tuple, list)):
+        return [_plain_input(v, where) for v in value]
+    raise TypeError(f"{where}: a practice input must be numbers or lists of them, got {type(value).__name__}")
+
+
+def seals_data(rtols: dict[str, float] | None = None) -> dict:
+    """Everything ``seals.json`` holds, computed from ``grading/``."""
+    from grading.case_seals import references
     from lectorch.exercises import exercises, slip_id, slip_tolerance
 
     modules, registry, rtols = topic_modules(), exercises(), rtols or {}
     values = expected_values(modules)
-    seals = {}
+    out: dict = {"values": {}, "slips": {}, "cases": {}, "practice": {}}
     for ex_id, ex in sorted(registry.items()):
         # exercises with no plain answer in grading/ (e.g. a doctest's) have nothing to seal; a
-        # course exercise left out shows as a seal missing from the written file
-        # (an int answer checked exactly, such as a storage index, has an exact seal: rtol 0)
-        exact_int = (isinstance(ex.expected, Sealed) and not ex.expected.numeric and ex_id in values
-                     and isinstance(values[ex_id], numbers.Integral) and not isinstance(values[ex_id], bool))
-        if isinstance(ex.expected, Sealed) and (ex.expected.numeric or exact_int) and ex_id in values:
-            seals[ex_id] = Sealed.of(ex_id, values[ex_id], rtol=rtols.get(ex_id, ex.expected.rtol),
-                                     atol=ex.expected.atol)
-    slips: dict[str, dict[str, str]] = {}
+        # course exercise left out shows as a seal that accepts nothing
+        if isinstance(ex.expected, Sealed) and ex_id in values:
+            value = values[ex_id]
+            rtol = rtols.get(ex_id, ex.expected.rtol if ex.expected.numeric else 0.0)
+            atol = ex.expected.atol if ex.expected.numeric else 0.0
+            if isinstance(value, str):
+                value = value  # e.g. sorted names or letters, checked exactly
+            out["values"][ex_id] = Sealed.of(ex_id, value, rtol=rtol, atol=atol).token
     for module in modules.values():
         for ex_id, named in getattr(module, "SLIPS", {}).items():
-            rtol = min(seals[ex_id].rtol, 0.01) if seals[ex_id].rtol else 0.0
+            token = out["values"][ex_id]
+            rtol = min(float(token.split("|")[1]), 0.01)
             assert rtol == slip_tolerance(registry[ex_id]) or ex_id in rtols
             for name, value in named.items():
                 if name not in registry[ex_id].slips:
                     raise ValueError(f"SLIPS[{ex_id!r}] names {name!r}, which the exercise has no message for")
-                slips.setdefault(ex_id, {})[name] = Sealed.of(slip_id(ex_id, name), value, rtol=rtol).token
-    text = ['"""Seals of the numeric exercises (generated from grading/ by the seal tool; do not edit).',
-            "", "Each token holds the tolerances and salted hashes, never the answer (see ``Sealed``).",
-            '"""', "", "SEALS = {"]
-    for ex_id, seal in seals.items():
-        text.append(f'    "{ex_id}": (\n' + _chunks(seal.token, " " * 8) + "    ),")
-    text += ["}", "", "#: seals of the wrong values that named slips stand for, by exercise and slip name", "SLIPS = {"]
-    for ex_id in sorted(slips):
-        text.append(f'    "{ex_id}": {{')
-        for name, token in slips[ex_id].items():
-            text.append(f'        "{name}": (\n' + _chunks(token, " " * 12) + "        ),")
-        text.append("    },")
-    text.append("}")
-    path.write_text("\n".join(text) + "\n", encoding="utf-8")
-    return path
+                exact = isinstance(value, numbers.Integral) and not rtol or not isinstance(value, numbers.Real)
+                out["slips"].setdefault(ex_id, {})[name] = number_token(
+                    slip_id(ex_id, name), value, rtol=rtol, exact=exact, decade=False)
+        for ex_id, make in getattr(module, "PRACTICE", {}).items():
+            ex, cases = registry[ex_id], make()
+            rtol, atol = ex.tolerance
+            items = []
+            for i, case in enumerate(cases):
+                salt = f"{ex_id}#practice{i}"
+                exact = isinstance(case.expected, numbers.Integral) and not rtol and not atol
+                items.append({"args": _plain_input(list(case.args), salt), "kwargs": _plain_input_dict(case.kwargs, salt),
+                              "description": case.description,
+                              "expected": number_token(salt, case.expected, rtol=rtol, atol=atol, exact=exact)})
+            out["practice"][ex_id] = items
+    refs = references(modules)
+    for ex_id, ex in sorted(registry.items()):
+        if ex.kind != "function" or ex_id not in refs:
+            continue
+        out["cases"][ex_id] = [None if case.raises is not None else
+                               seal(f"{ex_id}#{i}", refs[ex_id](case), rtol=ex.rtol, atol=ex.atol)
+                               for i, case in enumerate(ex.cases)]
+    return out
 
+
+def _plain_input_dict(kwargs: dict, where: str) -> dict:
+    return {str(k): _plain_input(v, where) for k, v in kwargs.items()}
+
+
+def write_seals(rtols: dict[str, float] | None = None, path: Path = SEALS_FILE) -> Path:
+    """Re-seal everything from ``grading/`` into ``path`` (``seals.json``)."""
+    from lectorch.exercises.seal import stored_data
+
+    text = json.dumps(seals_data(rtols), indent=1, sort_keys=True)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+    stored_data.cache_clear()
+    return Path(path)
+
+
+__all__ = ["exact_text", "seals_data", "write_seals"]
 
 if __name__ == "__main__":
     rtols = {k: float(v) for k, v in (a.split("=", 1) for a in sys.argv[1:])}

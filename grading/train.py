@@ -130,6 +130,18 @@ def ckpt_bytes(vocab_size: int, dim: int, num_layers: int) -> int:
     return 12 * sum(p.numel() for p in model.parameters())
 
 
+def _ckpt_practice() -> list:
+    from lectorch.exercises import Case
+
+    # a large vocabulary, where embedding and head outweigh the blocks; a single block
+    return [Case(args=m, expected=ckpt_bytes(*m), description=d) for m, d in [
+        ((1000, 32, 1), "V = 1000, D = 32, one block"), ((64, 96, 1), "V = 64, D = 96, one block")]]
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {"train-ckpt-size": _ckpt_practice}
+
+
 def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     if exercise_id == "train-ckpt-size":
         from lectorch.exercises import Case
@@ -142,6 +154,7 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
         return _with_expected(exercise_id, [
             ex.batch_case(seed(), n=9, batch_size=300, context_length=6, description="300 draws from 9 tokens"),
             ex.batch_case(seed(), n=2, batch_size=5, context_length=1, description="the shortest data there is"),
+            ex.batch_case(seed(), n=30, batch_size=1, context_length=5, description="a batch of one"),
             ex.batch_case(seed(), n=1000, batch_size=64, context_length=100),
             *random_batch_cases(rng, 3)])
     if exercise_id == "train-lr-at-step":
@@ -150,6 +163,8 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
             ex.lr_case((101, 1e-3, 1e-4, 100, 1000), "the first decay step after the peak"),
             ex.lr_case((999, 2e-4, 2e-5, 10, 1000), "one step before the end"),
             ex.lr_case((5000, 1e-3, 1e-4, 100, 1000), "far past the end"),
+            ex.lr_case((0, 1e-3, 1e-4, 0, 50), "no warm-up: the first step"),
+            ex.lr_case((30, 5e-4, 0.0, 0, 30), "no warm-up, the schedule's last step"),
             *random_lr_cases(rng, 4)])
     if exercise_id == "train-accumulate":
         return _with_expected(exercise_id, [

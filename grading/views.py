@@ -143,3 +143,11 @@ SLIPS = {
         "row-index-2": 24.0,
     },
 }
+
+
+#: public practice settings (answers sealed in the package)
+PRACTICE = {
+    "views-storage-index": lambda: [Case(args=s, expected=storage_index(*s), description=d) for s, d in [
+        (((5, 7), 2, 1, 2, 1, 2), "a (5, 7) x, y = x[2:, 1::2], y[1, 2]"),
+        (((3, 9), 0, 4, 4, 2, 1), "a (3, 9) x, y = x[0:, 4::4], y[2, 1]")]],
+}

@@ -15,6 +15,7 @@ from einops import einsum, rearrange, reduce
 import lectorch
 from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import einsum as ex_einsum
+from _practice import practised  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -48,8 +49,8 @@ def test_reference_solutions_pass():
     assert lectorch.check("einsum-summed-dims", lambda p: {"s"}).passed
     assert lectorch.check("einsum-summed-dims", lambda p: "s").passed
     assert lectorch.check("einsum-summed-dims", lambda p: ["s"]).passed
-    assert lectorch.check("einsum-layer-crossover", lambda *layer: 26624).passed
-    assert lectorch.check("einsum-layer-crossover", lambda *layer: 6.5 * 4096 * 1.005).passed  # within ±1 %
+    assert lectorch.check("einsum-layer-crossover", practised("einsum-layer-crossover", 26624)).passed
+    assert lectorch.check("einsum-layer-crossover", practised("einsum-layer-crossover", 6.5 * 4096 * 1.005)).passed  # within ±1 %
     assert lectorch.check("einsum-gqa-scores", gqa_scores).passed
     assert lectorch.check("einsum-center-tokens", center).passed
     assert lectorch.check("einsum-center-tokens", lambda x: x - x.mean(dim=-1, keepdim=True)).passed
@@ -87,7 +88,7 @@ def test_hidden_cases_pass_the_reference():
         ("einsum-layer-crossover", 6 * 4096, "standard layer"),
         ("einsum-layer-crossover", 13 * 4096, "mixing"),
         ("einsum-layer-crossover", 26 * 4096, "each of the 32 query heads"),
-        ("einsum-layer-crossover", 4096, "too small by a factor of about"),
+        ("einsum-layer-crossover", 4096, "too small: the answer has a larger power of ten"),
         # GQA: tiled instead of grouped key heads, no scaling, swapped rows and columns
         ("einsum-gqa-scores", lambda q, k: q @ k.repeat(1, q.shape[1] // k.shape[1], 1, 1)
          .transpose(-2, -1) / math.sqrt(q.shape[-1]), "which key head"),

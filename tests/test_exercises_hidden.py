@@ -3,8 +3,8 @@
 For each one: the page's numbers are the public case (sealed; the practice check confirms it) and
 the grader judges hidden settings from ``grading/<topic>.py``. Per exercise, at least two correct
 forms pass (one in fp32 where it applies, one with other operations), and at least three wrong
-variants fail: the page's answer hard-coded (which passes the practice check: brute-forcing the
-public case yields no grade), classic slips, a library bypass where one exists, and a value 1 %
+variants fail: the page's answer hard-coded (which fails the practice check on its practice
+settings, and the grade: brute-forcing the public case yields nothing), classic slips, a library bypass where one exists, and a value 1 %
 outside each edge of the stated tolerance, on the public case and on the hidden ones alike.
 """
 
@@ -41,6 +41,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import grading  # noqa: E402
 from grading import expected_values, harness, judge, topic_modules  # noqa: E402
+from _practice import practice_answers, practised  # noqa: E402
 
 MODULES = topic_modules()
 PLAIN = expected_values(MODULES)
@@ -407,9 +408,13 @@ def test_wrong_variants_fail(ex_id):
 
 
 @pytest.mark.parametrize("ex_id", SPECS)
-def test_the_pages_answer_hard_coded_passes_practice_but_no_grade(ex_id):
+def test_the_pages_answer_hard_coded_fails_practice_and_grade(ex_id):
     public = PLAIN[ex_id]
-    assert check(ex_id, lambda *a: public).passed  # the practice check confirms the public case only
+    # the practice check confirms the page's answer, and refuses it at the practice settings
+    assert check(ex_id, practised(ex_id, public)).passed
+    practice = practice_answers(ex_id)
+    if practice and any(v != public for v in practice.values()):
+        assert not check(ex_id, lambda *a: public).passed
     status, message = _graded(ex_id, lambda *a: public)
     assert status == "failed" and "hidden" in message, message
     shown = message.replace(repr(public), "")  # the student's own value may be shown, never the expected
@@ -424,11 +429,11 @@ def test_one_percent_outside_each_edge_fails_inside_passes(ex_id):
     fn = SPECS[ex_id]["correct"][0]
     public = PLAIN[ex_id]  # the page's answer (a formula may differ from it within the tolerance)
     for factor in ((1 + rtol) * 1.01, (1 - rtol) * 0.99):
-        assert not check(ex_id, lambda *a: public * factor).passed, factor
+        assert not check(ex_id, practised(ex_id, public * factor)).passed, factor
         for case in hidden(ex_id):
             assert compare(ex, _scaled(fn, factor)(*case.args), case.expected) is not None, (case, factor)
     for factor in (1 + 0.75 * rtol, 1 - 0.75 * rtol):
-        assert check(ex_id, lambda *a: public * factor).passed, factor
+        assert check(ex_id, practised(ex_id, public * factor)).passed, factor
         for case in hidden(ex_id):
             assert compare(get_exercise(ex_id), _scaled(fn, factor)(*case.args), case.expected) is None, factor
 
@@ -437,7 +442,8 @@ def test_feedback_on_the_public_case_names_its_slip_and_none_on_hidden_ones():
     slip = check("napkin-two-weeks", SPECS["napkin-two-weeks"]["wrong"]["one week"])
     assert "one week instead of two" in slip.message
     status, message = _graded("napkin-two-weeks", lambda n, d: n * d * 86400 * _PEAK / 3)
-    assert status == "failed" and "too small (by a factor of 3)" in message and "not right" not in message
+    assert status == "failed" and "not within ±1 % of the answer" in message and "not right" not in message
+    assert "factor of" not in message
     assert "0 is not the answer" in check("napkin-zero2-params", lambda n, m: 0).message
 
 
@@ -447,10 +453,11 @@ def test_a_number_where_a_function_is_asked_says_so():
 
 
 def test_rounded_answers_at_the_pages_precision_pass():
-    assert check("napkin-two-weeks", lambda n, d: 9.6e21).passed  # the page's rounding of 9.58e21
-    assert check("napkin-zero2-params", lambda n, m: 3.6e10).passed
-    assert check("napkin-8bit-adam-bytes", lambda b: 10.03).passed
-    assert not check("napkin-8bit-adam-bytes", lambda b: 10.0).passed  # the slip: no block scales
+    assert check("napkin-two-weeks", practised("napkin-two-weeks", 9.6e21)).passed  # the page's rounding of 9.58e21
+    assert check("napkin-zero2-params", practised("napkin-zero2-params", 3.6e10)).passed
+    assert check("napkin-8bit-adam-bytes", practised("napkin-8bit-adam-bytes", 10.03)).passed
+    # the slip: no block scales
+    assert not check("napkin-8bit-adam-bytes", practised("napkin-8bit-adam-bytes", 10.0)).passed
 
 
 def test_library_functions_are_refused_only_where_they_do_the_exercise():

@@ -15,6 +15,7 @@ from lectorch.exercises import check, compare, get_exercise, reset_attempts, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import precision as grading  # noqa: E402
+from _practice import practised  # noqa: E402
 
 
 
@@ -66,13 +67,13 @@ def test_tensor_bytes_names_the_bits_slip():
 
 def test_value_and_prediction_pass_and_slips_are_named():
     for exercise_id, value in grading.EXPECTED.items():
-        assert check(exercise_id, _const(value)).passed, exercise_id
-    assert check("precision-bf16-257", _const(torch.tensor(257.0, dtype=torch.bfloat16))).passed
+        assert check(exercise_id, practised(exercise_id, value)).passed, exercise_id
+    assert check("precision-bf16-257", practised("precision-bf16-257", torch.tensor(257.0, dtype=torch.bfloat16))).passed
     assert "tie" in check("precision-bf16-257", _const(258.0)).message
     assert "8 significant bits" in check("precision-bf16-257", _const(257)).message
     assert check("precision-bf16-257", _const("256")).status == "failed"
     assert "exact sum" in check("precision-bf16-stall", _const(10.0)).message
-    assert "round up" in check("precision-bf16-stall", _const(2.0)).message
+    assert "still move the sum" in check("precision-bf16-stall", _const(2.0)).message
     assert check("precision-bf16-stall", _const(8.0)).status == "failed"
 
 
@@ -81,7 +82,7 @@ def test_prediction_reports_the_measurement_and_hides_the_answer():
     for _ in range(1000):
         total += 0.01
     assert total.item() == grading.EXPECTED["precision-bf16-stall"]
-    good = check("precision-bf16-stall", _const(4.0), measured=total.item())
+    good = check("precision-bf16-stall", practised("precision-bf16-stall", 4.0), measured=total.item())
     assert good.passed and "measured on this machine" in good.message
     bad = check("precision-bf16-stall", _const(6.0), measured=total.item())
     assert bad.status == "failed" and "measured" not in bad.message

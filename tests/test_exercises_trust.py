@@ -20,8 +20,13 @@ from grading import expected_values, topic_modules  # noqa: E402
 from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402
 from lectorch.exercises.views import COPY_QUIZ  # noqa: E402
 
-#: the attack's first step, the quarter octave: both signs, ±512 quarters (as ``recover`` counts it)
-OCTAVE_TRIES = 2 * (4 * 128 * 2 + 1)
+#: the attack's first step, the power of ten: both signs, ±40 (as ``recover`` counts it)
+DECADE_TRIES = attack.DECADE_TRIES
+
+
+def _exact_tries(v: float) -> int:
+    """One hash per integer of the answer's power of ten up to it, after the decade's."""
+    return DECADE_TRIES + int(abs(v) - 10 ** math.floor(math.log10(abs(v)))) + 1
 
 
 def _paragraph(text: str, start: str) -> str:
@@ -38,17 +43,16 @@ def counts() -> dict:
     tolerant = [i for i in numeric if registry[i].expected.rtol >= 1e-3]
     exact = [i for i in numeric if i not in tolerant]
     tolerant_hashes = {}
-    for ex_id in tolerant:  # cheap (bins): run the attack, and check that its answer passes practice
+    for ex_id in tolerant:  # cheap (buckets): run the attack; its answer, hard-coded, fails practice
         value, tries = attack.recover(ex_id, registry[ex_id].expected)
         reset_attempts(ex_id)
-        assert value is not None and check(ex_id, lambda *a, v=value: v).passed, ex_id
+        assert value is not None and registry[ex_id].expected.matches(ex_id, value), ex_id
+        assert not check(ex_id, lambda *a, v=value: v).passed, ex_id
         tolerant_hashes[ex_id] = tries
     plain = expected_values(topic_modules())
     exact_hashes = {}
-    for ex_id in exact:  # one hash per integer of the quarter octave up to the answer
-        v = plain[ex_id]
-        lo = 2.0 ** (math.floor(4 * math.log2(abs(v))) / 4)
-        exact_hashes[ex_id] = OCTAVE_TRIES + int(abs(v) - math.ceil(lo)) + 1
+    for ex_id in exact:  # one hash per integer of the decade up to the answer
+        exact_hashes[ex_id] = _exact_tries(plain[ex_id])
     return {"asked": asked, "whole": [i for i in asked if i not in numeric], "numeric": numeric,
             "tolerant": tolerant, "exact": exact, "tolerant_hashes": tolerant_hashes,
             "exact_hashes": exact_hashes, "plain": plain}
@@ -60,7 +64,7 @@ def test_the_exact_answers_hash_count_is_the_attacks_own():
     for ex_id in ("device-gpu-bytes", "precision-bf16-257", "init-variant-params"):
         value, tries = attack.recover(ex_id, registry[ex_id].expected)
         v = plain[ex_id]
-        assert value == v and tries == OCTAVE_TRIES + int(v - math.ceil(2.0 ** (math.floor(4 * math.log2(v)) / 4))) + 1
+        assert value == v and tries == _exact_tries(v)
 
 
 def test_the_trust_models_counts_are_computed(counts):

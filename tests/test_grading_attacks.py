@@ -332,7 +332,7 @@ def test_the_sandbox_hides_the_instructors_files_and_other_submissions(attack_ru
     report = attack_run["report"]
     message = {(g.submission, g.exercise): g.message for g in report.grades}
     # the harvester would have answered with the secret files it could read: it read none
-    assert message[("harvester", "quiz-bytes")].startswith("12 is too small")
+    assert message[("harvester", "quiz-bytes")].startswith("12 is not the expected answer")
     # the package holds a seal, not the value: the token is no answer
     assert "expected a number" in message[("patched_checker", "quiz-bytes")]
     for path, digest in attack_run["before"].items():

@@ -1,14 +1,20 @@
 """Exercise checkers: a student's value or function is checked and the feedback teaches.
 
-Four rules hold for every exercise:
+Five rules hold for every exercise:
 
-- Feedback says *what* was wrong (and on which case), never the expected value or the algorithm.
-  The first failure gets only that; a repeated failure of the same exercise adds a nudge
-  (``hint``), and later failures the next nudges.
+- One verdict: the practice check (``check``) and the grader (``grading/judge.py``) judge through
+  the same engine (:func:`judge_value`, :func:`judge_cases`): the same case loop, statuses,
+  messages and tolerance. The practice check runs the public cases (the page's numbers and, for a
+  value or prediction asked as a function, practice settings that span the rule); the grader runs
+  the public cases and hidden ones.
+- Feedback says *what* was wrong (and on which case), never the expected value, the algorithm, or
+  a factor that would turn the answer into the expected one ("too large: the answer has a smaller
+  power of ten", never "by a factor of 8"). The first failure gets only that; a repeated failure
+  of the same exercise adds a nudge (``hint``), and later failures the next nudges.
 - An unfinished exercise (``...``, ``None`` or ``raise NotImplementedError``) is "not implemented".
-- Expected values of value and prediction exercises are sealed (``Sealed``): the package holds
-  a salted hash of tolerance bins, not the number. The plain values, and the hidden cases of
-  function exercises, live outside the package in the instructor's ``grading/`` modules.
+- Expected values the package holds are sealed (``lectorch.exercises.seal``): the accepted
+  interval exactly the stated one, known by salted hashes, not the number. The plain values, and
+  the hidden cases, live outside the package in the instructor's ``grading/`` modules.
 - A student's crash never escapes: it is reported as an "error".
 
 >>> ex = register(Exercise(id="doc-answer", title="the answer", kind="value",
@@ -24,7 +30,6 @@ True
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -39,7 +44,11 @@ from typing import Any, Callable, Literal
 
 import torch
 
-from lectorch.exercises.refuse import RefusedShortcut, refusing
+from lectorch.exercises.refuse import refusing
+from lectorch.exercises.seal import (Sealed, SealedNumber, how_far, practice_cases, stored_data, token_matches,
+                                     tolerance_text, within)
+from lectorch.exercises.seal import _real as _as_real
+from lectorch.exercises.seal import short
 
 #: When this environment variable names a file, every check appends its result there as a JSON
 #: line. It is a convenience log for the student only: the grader never trusts it.
@@ -49,183 +58,15 @@ RESULTS_ENV = "LECTORCH_RESULTS"
 #: of what the checker tests (tools/sphinx_lectorch.py), so the static page never says "Correct".
 CHECK_MIME = "application/vnd.lectorch.check+json"
 
-Status = Literal["passed", "failed", "not implemented", "error"]
+#: every status of a verdict: the practice check gives the first four; the grader also says
+#: "missing" (no answer in the notebook), "not reached" (the run stopped first) and "needs review"
+#: (its static review found a line to look at)
+Status = Literal["passed", "failed", "not implemented", "error", "missing", "not reached", "needs review"]
+STATUSES: tuple[str, ...] = Status.__args__
 Kind = Literal["value", "prediction", "function"]
-_ICONS = {"passed": "✅", "failed": "❌", "not implemented": "📝", "error": "💥"}
+_ICONS = {"passed": "✅", "failed": "❌", "not implemented": "📝", "error": "💥", "missing": "❔",
+          "not reached": "⏱", "needs review": "🔎"}
 _KINDS = ("value", "prediction", "function")
-
-
-# ----------------------------------------------------------------------------------- sealing
-
-
-def _canonical(value: Any) -> Any:
-    """A JSON-able canonical form of an exact answer (ints, strings, bools and containers of them)."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, (set, frozenset)):
-        return {"set": sorted(json.dumps(_canonical(v)) for v in value)}
-    if isinstance(value, (tuple, list)):
-        return [_canonical(v) for v in value]
-    if isinstance(value, torch.Size):
-        return [int(v) for v in value]
-    if isinstance(value, torch.dtype):
-        return str(value)
-    raise TypeError(f"cannot seal a {type(value).__name__} exactly; give a number with rtol/atol, "
-                    "or ints, strings, bools and tuples/sets of them")
-
-
-def _digest(salt: str, text: str) -> str:
-    return hashlib.sha256(f"lectorch|{salt}|{text}".encode()).hexdigest()[:24]
-
-
-#: bins per tolerance: the practice check agrees with the exact interval except within
-#: 1/BINS_PER_TOLERANCE of the tolerance from an edge of it
-BINS_PER_TOLERANCE = 8
-
-
-def within(x: float, expected: float, rtol: float, atol: float) -> bool:
-    """The accepted interval of every exercise: ``|x - expected| <= max(rtol·|expected|, atol)``
-    (``rtol=0.25`` accepts 6 to 10 for 8; the page states it as "within ±25 %").
-
-    >>> within(10.0, 8, 0.25, 0), within(10.1, 8, 0.25, 0)
-    (True, False)
-    """
-    return abs(x - expected) <= max(rtol * abs(expected), atol)
-
-
-def _log_width(rtol: float) -> float:
-    # at most 0.4 % wide, so a value 1 % outside the interval is refused by the practice check too
-    return min(math.log1p(rtol) / BINS_PER_TOLERANCE, math.log(1.004))
-
-
-def _bin_of(value: float, rtol: float, atol: float) -> str:
-    """The fine bin of ``value`` (log-spaced for a relative tolerance, linear for an absolute one)."""
-    if rtol > 0 and value != 0:
-        sign = "+" if value > 0 else "-"
-        return f"r{sign}{math.floor(math.log(abs(value)) / _log_width(rtol))}"
-    if atol > 0:
-        return f"a{math.floor(value / (atol / BINS_PER_TOLERANCE))}"
-    return f"x{float(value)!r}"
-
-
-def _accepted_bins(value: float, rtol: float, atol: float) -> list[str]:
-    """Every fine bin that meets the accepted interval of ``value``."""
-    if rtol > 0 and value != 0:
-        lo, hi = abs(value) * max(1 - rtol, 1e-300), abs(value) * (1 + rtol)
-        sign = "+" if value > 0 else "-"
-        width = _log_width(rtol)
-        first, last = math.floor(math.log(lo) / width), math.floor(math.log(hi) / width)
-        if last - first > 400:
-            raise ValueError(f"rtol={rtol} is too wide to seal; use rtol < 0.99")
-        return [f"r{sign}{b}" for b in range(first, last + 1)]
-    if atol > 0:
-        width = atol / BINS_PER_TOLERANCE
-        return [f"a{b}" for b in range(math.floor((value - atol) / width), math.floor((value + atol) / width) + 1)]
-    return [f"x{float(value)!r}"]
-
-
-#: "how far off" resolution: quarters of an octave (factors of 2**0.25 ≈ 1.19)
-STEPS_PER_OCTAVE = 4
-
-
-def _octave(value: float) -> str:
-    if value == 0:
-        return "0"
-    return ("+" if value > 0 else "-") + str(math.floor(STEPS_PER_OCTAVE * math.log2(abs(value))))
-
-
-@dataclass(frozen=True)
-class Sealed:
-    """An expected answer that the package can check but does not reveal.
-
-    ``token`` holds the tolerances in clear, salted hashes of the fine bins that meet the accepted
-    interval (``within``), and a salted hash of the answer's octave (its power of two, for "how far
-    off" feedback). Make one with ``of`` (or ``python -m lectorch.exercises.seal``).
-
-    >>> s = Sealed.of("doc-seal", 12, rtol=1e-6)
-    >>> s.matches("doc-seal", 12.000001), s.matches("doc-seal", 9)
-    (True, False)
-    >>> "12.0" in s.token  # tolerances and salted hashes only
-    False
-    """
-
-    token: str
-
-    @staticmethod
-    def of(exercise_id: str, value: Any, *, rtol: float = 0.0, atol: float = 0.0) -> "Sealed":
-        if not (rtol >= 0 and atol >= 0) or math.isinf(rtol) or math.isinf(atol):
-            raise ValueError(f"rtol and atol must be finite and >= 0, got rtol={rtol}, atol={atol}")
-        is_real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        if is_real and (rtol or atol or not isinstance(value, numbers.Integral)):
-            value = float(value)
-            if not math.isfinite(value):
-                raise ValueError(f"cannot seal a non-finite value ({value}) for {exercise_id!r}")
-            bins = sorted(_digest(exercise_id, b)[:12] for b in _accepted_bins(value, rtol, atol))
-            return Sealed(f"n|{rtol!r}|{atol!r}|{','.join(bins)}"
-                          f"|{_digest(exercise_id + '#octave', _octave(value))}")
-        text = json.dumps(_canonical(value), sort_keys=True)
-        return Sealed(f"x|0|0|{_digest(exercise_id, text)}|")
-
-    @staticmethod
-    def stored(exercise_id: str) -> "Sealed":
-        """The seal of ``exercise_id`` kept in ``lectorch/exercises/_seals.py`` (written by
-        the instructor's ``python -m grading.seals``)."""
-        from lectorch.exercises._seals import SEALS
-
-        return Sealed(SEALS[exercise_id])
-
-    @property
-    def numeric(self) -> bool:
-        return self.token.startswith("n|")
-
-    @property
-    def rtol(self) -> float:
-        return float(self.token.split("|")[1])
-
-    @property
-    def atol(self) -> float:
-        return float(self.token.split("|")[2])
-
-    def matches(self, exercise_id: str, answer: Any) -> bool:
-        """True when ``answer`` is within the sealed tolerance of the expected value (exactly so,
-        except within one fine bin of an edge of the interval)."""
-        _, rtol, atol, digests, _ = self.token.split("|")
-        if not self.numeric:
-            x = _as_real(answer)  # an int checked exactly: 19.0 is the int 19 (no sealed answer is a float)
-            if x is not None and not isinstance(answer, numbers.Integral) and x.is_integer():
-                answer = int(x)
-            try:
-                text = json.dumps(_canonical(answer), sort_keys=True)
-            except TypeError:
-                return False
-            return _digest(exercise_id, text) == digests
-        x = _as_real(answer)
-        if x is None or not math.isfinite(x):
-            return False
-        return _digest(exercise_id, _bin_of(x, float(rtol), float(atol)))[:12] in digests.split(",")
-
-    def octaves_off(self, exercise_id: str, answer: Any, *, span: int = 64 * STEPS_PER_OCTAVE) -> int | None:
-        """``d`` such that ``answer / expected`` lies between ``2**((d-1)/4)`` and ``2**((d+1)/4)``
-        (quarter octaves; None when the sign differs or it is further than ``span`` quarters)."""
-        x = _as_real(answer)
-        if not self.numeric or x is None or not math.isfinite(x) or x == 0:
-            return None
-        stored = self.token.split("|")[4]
-        sign, own = ("+" if x > 0 else "-"), math.floor(STEPS_PER_OCTAVE * math.log2(abs(x)))
-        for d in sorted(range(-span, span + 1), key=abs):
-            if _digest(exercise_id + "#octave", f"{sign}{own - d}") == stored:
-                return d
-        return None
-
-
-def _as_real(value: Any) -> float | None:
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -316,10 +157,12 @@ class Exercise:
             return self.summary
         if self.takes_function and isinstance(self.expected, Sealed):
             tol = _tolerance_text(self.expected)
+            n = len(practice_cases(self.id))
+            more = f" and {n} practice setting{'s' if n != 1 else ''}" if n else ""
             if self.kind == "prediction":
-                return (f"judges your prediction at the page's setting against the physics ({tol}), and "
+                return (f"judges your prediction at the page's setting{more} against the physics ({tol}), and "
                         "at hidden settings when graded; then compares it with your measurement")
-            return f"runs your function on the page's numbers ({tol}), and on hidden ones when graded"
+            return f"runs your function on the page's numbers{more} ({tol}), and on hidden ones when graded"
         if self.kind == "function":
             n = len(self.cases) + (len(self.generate(random.Random(0))) if self.generate else 0)
             shown = [c.description for c in self.cases if c.description][:4]
@@ -334,12 +177,7 @@ class Exercise:
 def _tolerance_text(expected: Any) -> str:
     """The accepted interval in words, as the page states it."""
     if isinstance(expected, Sealed) and expected.numeric:
-        if expected.rtol:
-            if expected.rtol >= 0.001:
-                return f"within ±{expected.rtol * 100:.3g} % of the answer"
-            return "exactly, up to rounding" if expected.rtol <= 1e-6 else f"within ±{expected.rtol:.1g} (relative)"
-        if expected.atol:
-            return f"within ±{expected.atol:g}"
+        return tolerance_text(expected.rtol, expected.atol)
     return "exactly"
 
 
@@ -510,60 +348,146 @@ def check(exercise_id: str, answer: Any, *, measured: float | None = None) -> Ch
     return result
 
 
+def public_cases_of(ex: Exercise) -> list[Case]:
+    """What the practice check runs: the exercise's public cases and, for a value or prediction
+    asked as a function, its public practice settings (``seals.json``), then its random cases."""
+    cases = list(ex.cases) + (list(practice_cases(ex.id)) if ex.kind != "function" else [])
+    if ex.generate is not None:
+        cases += list(ex.generate(random.Random(f"{ex.id}:{_FAILURES.get(ex.id, 0)}")))
+    return cases
+
+
 def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
     if _not_done(answer):
         return CheckResult(ex.id, "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again.")
     if not ex.takes_function:
         if ex.kind == "prediction":
             _PREDICTED[ex.id] = answer  # the measurement may be shown now (``after_prediction``)
-        problem = compare(ex, answer, ex.expected)
-        if problem is None:
+        status, message = judge_value(ex, answer, ex.expected)
+        if status == "passed" and ex.kind == "prediction":
             # the measurement is compared with a prediction only once it is right: a failure
             # never shows a number to copy
-            tail = _measured_text(answer, measured) if ex.kind == "prediction" else ""
-            what = "your prediction agrees with the physics" if ex.kind == "prediction" else ex.title
-            return CheckResult(ex.id, "passed", f"Correct: {what}.{tail}")
-        return CheckResult(ex.id, "failed", problem)
+            message += _measured_text(answer, measured)
+        return CheckResult(ex.id, status, message)
     if not callable(answer):
-        asked = " of the setting (as the stub defines it)" if ex.kind != "function" else ""
-        return CheckResult(ex.id, "failed", f"Expected a function{asked}, got {type(answer).__name__}.")
-    cases = list(ex.cases)
-    if ex.generate is not None:
-        cases += list(ex.generate(random.Random(f"{ex.id}:{_FAILURES.get(ex.id, 0)}")))
-    first = None  # what the answer returned on the first case (a prediction at the page's setting)
-    for i, case in enumerate(cases, start=1):
-        where = f"Case {i} of {len(cases)}" + (f" ({case.description})" if case.description else "")
-        outcome = run_case(answer, case, ex)
-        if i == 1 and outcome[0] == "returned" and ex.kind == "prediction" and not _not_done(outcome[1]):
-            first = outcome[1]
-            _PREDICTED[ex.id] = first  # the measurement may be shown now (``after_prediction``)
-        if outcome[0] == "not implemented":
-            return CheckResult(ex.id, "not implemented", outcome[1])
-        if outcome[0] == "raised":
-            err = outcome[1]
-            if isinstance(err, RefusedShortcut):
-                return CheckResult(ex.id, "failed", f"{where}: {err}")
-            if case.raises is not None and isinstance(err, case.raises):
-                continue
-            return CheckResult(ex.id, "error", f"{where}: your function raised {type(err).__name__}: {err}.")
-        got = outcome[1]
-        if case.raises is not None:
-            return CheckResult(ex.id, "failed", f"{where}: expected an error ({case.raises.__name__}) for this input, but your function returned {_short(got)}.")
-        if ex.runner is not None and isinstance(got, dict) and "returned" in got:
-            if got["returned"] is ... or got["returned"] is None:
-                return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got['returned']!r}.")
-        if got is ... or (got is None and case.expected is not None):
-            return CheckResult(ex.id, "not implemented", f"Not implemented yet: your function returns {got!r}.")
-        problem = compare(ex, got, case.expected)
-        if problem is not None:
-            return CheckResult(ex.id, "failed", f"{where}: {problem}")
+        status, message = judge_not_callable(ex, answer)
+        return CheckResult(ex.id, status, message)
+    first: list = []
+
+    cases = public_cases_of(ex)
+
+    def outcome_of(i: int) -> Outcome:
+        outcome = practice_outcome(run_case(answer, cases[i - 1], ex))
+        if i == 1 and ex.kind == "prediction" and outcome.kind == "returned" and not _not_done(outcome.value):
+            first.append(outcome.value)
+            _PREDICTED[ex.id] = outcome.value  # the measurement may be shown now (``after_prediction``)
+        return outcome
+
+    status, message = judge_cases(ex, [(c.expected, c.raises.__name__ if c.raises else None, c.description)
+                                       for c in cases], outcome_of)
+    if status == "passed" and ex.kind == "prediction" and first:
+        message += _measured_text(first[0], measured)
+    return CheckResult(ex.id, status, message)
+
+
+# ------------------------------------------------------------------------------ the verdict engine
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call of the student's function did, as either side saw it: ``kind`` is
+    "returned" (``value``), "raised" (``names``: the exception's class and its bases, ``message``),
+    "not implemented", "timeout" (``message``: the limit in seconds), "input error" (the grader
+    could not rebuild the case's input), "unreadable" (``message``: what the grader could not read
+    back) or "no result"."""
+
+    kind: str
+    value: Any = None
+    names: tuple[str, ...] = ()
+    message: str = ""
+
+
+def practice_outcome(result: tuple[str, Any]) -> Outcome:
+    """The :class:`Outcome` of ``run_case``'s result in the student's kernel."""
+    kind, value = result
+    if kind == "raised":
+        return Outcome("raised", names=tuple(c.__name__ for c in type(value).__mro__), message=str(value))
+    if kind == "not implemented":
+        return Outcome("not implemented")
+    return Outcome("returned", value)
+
+
+def judge_value(ex: Exercise, got: Any, expected: Any) -> tuple[str, str]:
+    """(status, message) of a value or prediction exercise's one answer (its seal, or the plain
+    value in the grader)."""
+    if _not_done(got):
+        return "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again."
+    problem = _compare_safely(ex, got, expected, page=True)
+    if problem is None:
+        what = "your prediction agrees with the physics" if ex.kind == "prediction" else ex.title
+        return "passed", f"Correct: {what}."
+    return "failed", problem
+
+
+def judge_unreadable(what: str) -> tuple[str, str]:
+    """An answer (the grader read it back from the kernel) that holds something it cannot read."""
+    return "failed", f"your answer contains a {what}, which the grader cannot read back (use numbers, tuples, lists or tensors)."
+
+
+def judge_not_callable(ex: Exercise, got: Any) -> tuple[str, str]:
+    asked = " of the setting (as the stub defines it)" if ex.kind != "function" else ""
+    return "failed", f"Expected a function{asked}, got {short(got)}."
+
+
+def judge_cases(ex: Exercise, cases: list[tuple[Any, str | None, str]],
+                outcome_of: Callable[[int], Outcome]) -> tuple[str, str]:
+    """(status, message) of a function answer: ``cases`` are ``(expected, raises, description)``
+    (``raises``: the name of the exception the case expects, or None); ``outcome_of(i)``
+    gives what the answer did on case ``i`` (from 1), run lazily: the loop stops at the first
+    failure. For a value or prediction exercise asked as a function, case 1 is the page's."""
     n = len(cases)
-    if ex.kind == "prediction":
-        return CheckResult(ex.id, "passed", "Correct: your prediction agrees with the physics at the page's "
-                           f"setting.{_measured_text(first, measured)}")
-    if ex.kind == "value":  # a value asked as a function of its setting: the page's numbers only
-        return CheckResult(ex.id, "passed", f"Correct: {ex.title}, at the page's numbers.")
-    return CheckResult(ex.id, "passed", f"Correct: {ex.title} ({n} case{'s' if n != 1 else ''} pass).")
+    for i, (expected, raises, description) in enumerate(cases, start=1):
+        where = f"Case {i} of {n}" + (f" ({description})" if description else "")
+        outcome = outcome_of(i)
+        if outcome.kind == "not implemented":
+            return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
+        if outcome.kind == "input error":
+            return "error", f"{where}: the input could not be rebuilt for your function (did you replace part of lectorch?)"
+        if outcome.kind == "timeout":
+            return "failed", f"{where}: your function took longer than {outcome.message} s."
+        if outcome.kind == "raised":
+            if "NotImplementedError" in outcome.names:
+                return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
+            if "RefusedShortcut" in outcome.names:
+                return "failed", f"{where}: {outcome.message}"
+            if raises is not None and raises in outcome.names:
+                continue
+            kind = outcome.names[0] if outcome.names else "an error"
+            return "error", f"{where}: your function raised {kind}: {outcome.message[:200]}."
+        if outcome.kind == "unreadable":
+            status, message = judge_unreadable(outcome.message)
+            return status, f"{where}: {message}"
+        if outcome.kind != "returned":
+            return "error", f"{where}: no result"
+        got = outcome.value
+        if raises is not None:
+            return "failed", f"{where}: expected an error ({raises}) for this input, but your function returned {short(got)}."
+        if ex.runner is not None and isinstance(got, dict) and "returned" in got and _not_done(got["returned"]):
+            return "not implemented", f"Not implemented yet: your function returns {got['returned']!r}."
+        if got is ... or (got is None and expected is not None):
+            return "not implemented", f"Not implemented yet: your function returns {got!r}."
+        problem = _compare_safely(ex, got, expected, page=(i == 1 and ex.kind != "function"))
+        if problem is not None:
+            return "failed", f"{where}: {problem}"
+    return "passed", f"Correct: {ex.title} ({n} case{'s' if n != 1 else ''} pass)."
+
+
+def _compare_safely(ex: Exercise, got: Any, expected: Any, *, page: bool) -> str | None:
+    try:
+        return compare(ex, got, expected, page=page)
+    except Exception as err:  # noqa: BLE001 - a strange answer must not stop the verdict
+        return f"your answer could not be compared ({type(err).__name__}): is it of the asked type?"
+
 
 
 def materialize(value: Any) -> Any:
@@ -620,46 +544,47 @@ def prediction_of(exercise_id: str) -> Any:
     return _PREDICTED.get(exercise_id, ...)
 
 
-@contextlib.contextmanager
-def after_prediction(exercise_id: str):
-    """Hold back what the block prints (a measurement) until a prediction of ``exercise_id`` is
-    recorded by ``check``; then print it, with the measurement's ratio to the prediction when the
-    block assigns ``reveal.measured``.
+def after_prediction(exercise_id: str) -> bool:
+    """True once a prediction of ``exercise_id`` was checked in this kernel (by ``check``). The
+    measuring cell runs its measurement only then, so that nothing measured exists before the
+    prediction; before it, this prints why the measurement waits and returns False.
 
     >>> reset_attempts("flops-time-ratio")
-    >>> with after_prediction("flops-time-ratio"):
+    >>> if after_prediction("flops-time-ratio"):
     ...     print("measured: 7.9")
-    📝 The measurement is held back until you record a prediction: run the check of your prediction (lectorch.check("flops-time-ratio", ...)) first, then this cell again.
+    📝 The measurement waits for your prediction: run the check of your prediction (lectorch.check("flops-time-ratio", ...)) first, then this cell again.
     >>> _ = check("flops-time-ratio", lambda a, b: 8)  # a prediction as a function of the matmuls
-    >>> with after_prediction("flops-time-ratio"):
+    >>> if after_prediction("flops-time-ratio"):
     ...     print("measured: 7.9")
     measured: 7.9
     """
-    import io
-
     get_exercise(exercise_id)
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        yield
     if predicted(exercise_id):
-        print(buffer.getvalue(), end="")
-    else:
-        print("📝 The measurement is held back until you record a prediction: run the check of your "
-              f'prediction (lectorch.check("{exercise_id}", ...)) first, then this cell again.')
+        return True
+    print("📝 The measurement waits for your prediction: run the check of your prediction "
+          f'(lectorch.check("{exercise_id}", ...)) first, then this cell again.')
+    return False
 
 
-def versus_prediction(measured: Any, prediction: Any) -> str:
+def versus_prediction(measured: Any, prediction: Any, *, comparable: bool = True) -> str:
     """The line under a held-back measurement: the measurement as a multiple of the prediction
     (no division when there is no number to divide by, e.g. the student edition's ``...``).
+    ``comparable=False``: this machine does not run what the prediction is about (a GPU's copy or
+    matmuls, measured on a CPU), so the ratio says nothing about the prediction.
 
     >>> versus_prediction(7.9, 8)
     'measured / your prediction: 0.99'
     >>> versus_prediction(7.9, ...)
     'measured / your prediction: (no prediction yet)'
+    >>> versus_prediction(3.4, 1, comparable=False)
+    'measured / your prediction: 3.4 (this machine is not the GPU the prediction is about: the ratio does not judge your prediction, the check does)'
     """
     m, p = _as_real(measured), _as_real(prediction)
     if m is None or not p:
         return "measured / your prediction: (no prediction yet)"
+    if not comparable:
+        return (f"measured / your prediction: {m / p:.2g} (this machine is not the GPU the prediction is about: "
+                "the ratio does not judge your prediction, the check does)")
     return f"measured / your prediction: {m / p:.2g}"
 
 
@@ -672,24 +597,17 @@ def _measured_text(prediction: Any, measured: float | None) -> str:
     return f" (measured on this machine: {m:.3g}{ratio})"
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
-    """None if ``got`` matches ``expected`` (plain or ``Sealed``), else a message that does not
-    reveal ``expected``. The grader calls it with the plain expected values of its bundle."""
-    if isinstance(expected, Sealed):
-        return _compare_sealed(ex, got, expected)
+def compare(ex: Exercise, got: Any, expected: Any, *, page: bool = False) -> str | None:
+    """None if ``got`` matches ``expected`` (plain or sealed), else a message that does not
+    reveal ``expected``. The grader calls it with the plain expected values of its bundle; both
+    get the same message. ``page``: ``expected`` is the answer at the page's numbers, where the
+    exercise's named slips (sealed wrong values) apply."""
+    if isinstance(expected, Sealed):  # the exercise's own seal (a subclass may accept several spellings)
+        return _compare_number(ex, got, expected, page)
     if ex.compare is not None:
         return ex.compare(got, expected)
-    from lectorch.exercises import sealed_cases
-
-    if sealed_cases.is_sealed(expected):  # a public case's result, known by its seal only
-        return _compare_sealed_case(ex, got, expected)
+    if isinstance(expected, SealedNumber) or (isinstance(expected, numbers.Real) and not isinstance(expected, bool)):
+        return _compare_number(ex, got, expected, page)
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return f"expected a tensor, got {type(got).__name__}."
@@ -702,91 +620,62 @@ def compare(ex: Exercise, got: Any, expected: Any) -> str | None:
         return None
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return f"expected a sequence of {len(expected)} items, got {_short(got)}."
+            return f"expected a sequence of {len(expected)} items, got {short(got)}."
         for j, (g, e) in enumerate(zip(got, expected)):
             problem = compare(ex, g, e)
             if problem is not None:
                 return f"item {j}: {problem}"
         return None
-    if isinstance(expected, numbers.Real) and not isinstance(expected, bool):
-        x = _as_real(got)
-        if x is None:
-            return f"expected a number, got {_short(got)}."
-        if math.isnan(x):
-            return "your answer is NaN (not a number): look for 0/0 or inf - inf."
-        rtol, atol = ex.tolerance
-        if within(x, float(expected), rtol, atol):
-            return None
-        # a named slip's wrong value is sealed for the page's numbers only: on another case it
-        # would name a mistake the student did not make
-        slip = _named_slip(ex, x) if not ex.takes_function else None
-        if slip:
-            return f"{_short(got)} is not right: {slip}"
-        if expected != 0 and x != 0:
-            ratio = x / float(expected)
-            for slip_ratio, slip in ex.slips.items():
-                if not isinstance(slip_ratio, str) and math.isclose(ratio, slip_ratio, rel_tol=1e-3):
-                    return f"{_short(got)} is not right: {slip}"
-        return f"{_short(got)} is {_factor_text(x / float(expected) if expected else math.inf)}."
     if got == expected:
         return None
-    return f"{_short(got)} is not the expected answer."
+    slip = _named_slip(ex, got) if page else None
+    return f"{short(got)} is not right: {slip}" if slip else f"{short(got)} is not the expected answer."
 
 
-def _compare_sealed_case(ex: Exercise, got: Any, sealed: Any) -> str | None:
-    """A public case's sealed number: agreement, a ratio slip, else "not right" (no factor: the
-    seal of a case's result has no octave)."""
-    if sealed.matches(got):
-        return None
+def _compare_number(ex: Exercise, got: Any, expected: Any, page: bool) -> str | None:
+    """An answer against a plain expected number (the grader) or a seal (the practice check): the
+    same interval (the seal's edges are the interval's), the same words."""
+    if isinstance(expected, Sealed):
+        token, bound = expected.token, expected.bound(ex.id)
+        accepted = lambda value: expected.matches(ex.id, value)  # noqa: E731
+    elif isinstance(expected, SealedNumber):
+        token, bound, accepted = expected.token, expected, expected.matches
+    else:
+        token, bound = None, expected
+    sealed = token is not None
+    exact = token.startswith("x") if sealed else (
+        isinstance(expected, numbers.Integral) and not any(ex.tolerance))
+    rtol, atol = (float(token.split("|")[1]), float(token.split("|")[2])) if sealed else ex.tolerance
     x = _as_real(got)
-    if x is None:
-        return f"expected a number, got {_short(got)}."
-    if not math.isfinite(x):
-        return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
-    for slip_ratio, slip in ex.slips.items():
-        if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(x / slip_ratio):
-            return f"{_short(got)} is not right: {slip}"
-    d = sealed.octaves_off(x)
-    if d:
-        return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
-    return f"{_short(got)} is not the expected result ({_case_tolerance_text(ex)})."
+    if exact and x is not None and x.is_integer() and not isinstance(got, (bool, numbers.Integral)):
+        got = int(x)  # an int checked exactly: 19.0 is the int 19
+    if not sealed:
+        def accepted(value: Any) -> bool:
+            v = _as_real(value)
+            if exact:
+                return v is not None and v == expected
+            return v is not None and within(v, float(expected), rtol, atol)
 
-
-def _case_tolerance_text(ex: Exercise) -> str:
-    rtol, atol = ex.rtol, ex.atol
-    if not rtol and not atol:
-        return "exactly"
-    parts = ([f"±{rtol * 100:.3g} %" if rtol >= 1e-3 else f"a relative ±{rtol:.1g}"] if rtol else []) + (
-        [f"±{atol:g}"] if atol else [])
-    return "allowed: " + " plus ".join(parts)
-
-
-def _compare_sealed(ex: Exercise, got: Any, sealed: Sealed) -> str | None:
-    if sealed.matches(ex.id, got):
+    if accepted(got):
         return None
-    if not sealed.numeric:  # an exact answer (an int, letters, a tuple): a named slip, else "not it"
-        x = _as_real(got)
-        slip = _named_slip(ex, x) if x is not None and math.isfinite(x) else None
-        return f"{_short(got)} is not right: {slip}" if slip else f"{_short(got)} is not the expected answer."
-    x = _as_real(got)
-    if x is None:
-        return f"expected a number, got {_short(got)}."
-    if not math.isfinite(x):
-        return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
-    slip = _named_slip(ex, x)
+    slip = _named_slip(ex, got if x is None else x) if page else None
     if slip:
-        return f"{_short(got)} is not right: {slip}"
-    for slip_ratio, slip in ex.slips.items():
-        if not isinstance(slip_ratio, str) and slip_ratio and sealed.matches(ex.id, x / slip_ratio):
-            return f"{_short(got)} is not right: {slip}"
+        return f"{short(got)} is not right: {slip}"
+    if x is None:
+        return f"{short(got)} is not the expected answer." if exact else f"expected a number, got {short(got)}."
+    if math.isnan(x):
+        return "your answer is NaN (not a number): look for 0/0 or inf - inf."
+    if not math.isfinite(x):
+        return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
+    for slip_ratio, ratio_slip in ex.slips.items():
+        if not isinstance(slip_ratio, str) and slip_ratio and accepted(x / slip_ratio):
+            return f"{short(got)} is not right: {ratio_slip}"
+    if exact:
+        return f"{short(got)} is not the expected answer."
     if x == 0:
         return "0 is not the answer: is a factor missing, or an integer division?"
-    d = sealed.octaves_off(ex.id, x)
-    if d is None:
-        return f"{_short(got)} has the wrong sign, or is off by a factor of more than 10^19: recheck the units and signs."
-    if d == 0:
-        return f"{_short(got)} is close (within a factor of 1.2) but not within the tolerance ({_tolerance_text(sealed)})."
-    return f"{_short(got)} is {_octave_text(d)}: recheck each factor and the units."
+    shown = got if isinstance(got, numbers.Real) and not isinstance(got, bool) else x
+    return how_far(shown, bound, rtol, atol) + "."
 
 
 def slip_id(exercise_id: str, name: str) -> str:
@@ -800,34 +689,12 @@ def slip_tolerance(ex: Exercise) -> float:
     return min(rtol, 0.01) if rtol else 0.0
 
 
-def _named_slip(ex: Exercise, x: float) -> str | None:
+def _named_slip(ex: Exercise, x: Any) -> str | None:
     """The message of the named slip (``slips={"name": message}``) whose sealed wrong value ``x`` is."""
     names = [k for k in ex.slips if isinstance(k, str)]
-    if not names:
-        return None
-    from lectorch.exercises._seals import SLIPS
-
+    stored = stored_data()["slips"].get(ex.id, {})
     for name in names:
-        token = SLIPS.get(ex.id, {}).get(name)
-        if token and Sealed(token).matches(slip_id(ex.id, name), x):
+        token = stored.get(name)
+        if token and token_matches(slip_id(ex.id, name), token, x):
             return ex.slips[name]
     return None
-
-
-def _factor_text(ratio: float) -> str:
-    """How far off a ratio answer/expected is, in words (the real factor, rounded)."""
-    if ratio <= 0 or not math.isfinite(ratio):
-        return "of the wrong sign" if ratio < 0 else "not the expected answer"
-    factor = ratio if ratio >= 1 else 1 / ratio
-    words = "too large" if ratio > 1 else "too small"
-    return f"{words} (by a factor of {factor:.2g})" if factor >= 1.1 else f"{words} (by {abs(ratio - 1):.2g} of it)"
-
-
-def _octave_text(d: int) -> str:
-    """The factor an answer is off by, from its octave offset ``d`` (see ``Sealed.octaves_off``)."""
-    q = STEPS_PER_OCTAVE
-    lo, about, hi = 2.0 ** ((abs(d) - 1) / q), 2.0 ** (abs(d) / q), 2.0 ** ((abs(d) + 1) / q)
-    words = "too large" if d > 0 else "too small"
-    if abs(d) == 1:
-        return f"{words}, by less than a factor of {hi:.2g}"
-    return f"{words} by a factor of about {about:.2g} (between {lo:.2g} and {hi:.2g})"

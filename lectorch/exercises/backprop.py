@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, how_far, public_cases
+from lectorch.exercises.seal import close, how_far, public_cases
 
 # the predict-then-measure ratio and the tied-weight FLOPs are functions of their setting: the
 # page's numbers are the public case (sealed); the grader tries hidden ones (grading/backprop.py)
@@ -55,8 +55,7 @@ def _compare_backward(got, expected: _Backward) -> str | None:
         return "your count is too large when x does not require grad: which gradient is nobody's?"
     if close(got, expected.forward_and_backward):
         return "your count is too large: it seems to include the forward pass; count the backward pass only."
-    far = how_far(got, expected.value)
-    return f"{got!r} is {far}." if far else f"{got!r} is not the backward pass's FLOP count."
+    return how_far(got, expected.value) + "."
 
 
 def backward_case(batch, widths, input_requires_grad, description) -> Case:
@@ -111,8 +110,10 @@ register(
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
         slips={
-            "backward-pass-does": "as long as the forward pass: the backward pass of a layer does more matmuls than its forward.",
-            "counts-forward-pass": "that counts the forward pass too; the question is backward over forward.",
+            "backward-pass-does": ("as long as the forward pass: count the matmuls each layer's backward does, and "
+                                   "which of them the first layer, whose input is data, skips."),
+            "counts-forward-pass": ("that includes the forward pass: count the backward pass's matmuls alone, layer "
+                                    "by layer, against the forward's; the first layer's input is data."),
         },
     )
 )

@@ -13,7 +13,7 @@ import random
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 
 # asked as functions of their setting: the page's numbers are the public case (sealed); the
 # grader tries hidden tensors and links (grading/device.py)
@@ -62,10 +62,9 @@ def compare_readings(got, expected) -> str | None:
 
 
 def _direction(got: int, expected) -> str:
-    from lectorch.exercises.sealed_cases import how_far
+    from lectorch.exercises.seal import how_far
 
-    far = how_far(got, expected) if got else ""
-    return (f"{far}." if far else "within a factor of 1.2; count each tensor's whole allocator blocks.")
+    return how_far(got, expected) + "; count each tensor's whole allocator blocks." if got else "it is 0."
 
 
 register(
@@ -113,10 +112,10 @@ register(
         hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
               "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={
-            "twice-physics-bf16": "twice the physics: a bf16 element has 2 bytes, and PCIe 5.0 x16 is the 63 GB/s link.",
-            "gb-s-counts": "GB/s counts bytes: no factor of 8 for bits here.",
+            "twice-physics-bf16": "recheck the bytes of a bf16 element and the rate of a PCIe 5.0 x16 link in one direction.",
+            "gb-s-counts": "GB/s counts bytes, not bits.",
             "answer-seconds-milliseconds": "the answer is in seconds, not milliseconds.",
-            "half-physics-count": ("half the physics: count 2 bytes per bf16 element, and 63 GB/s in one "
+            "half-physics-count": ("count 2 bytes per bf16 element, and 63 GB/s in one "
                                    "direction (126 GB/s counts both directions of the link)."),
         },
     )

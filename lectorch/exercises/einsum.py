@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, mismatch, public_cases
+from lectorch.exercises.seal import close, mismatch, public_cases
 
 
 # --- 1. which dimensions are summed (warm-up) -------------------------------------------------------
@@ -45,7 +45,7 @@ class _NamesSeal(Sealed):
 
 #: the public case of einsum-summed-dims (its answer is sealed); the grader tries hidden patterns
 SUMMED_PATTERN = "b s h1, b s h2 -> b h1 h2"
-_SUMMED = _NamesSeal("x|0|0|0c2780c85d66a2666ad4d149|")
+_SUMMED = _NamesSeal(Sealed.stored("einsum-summed-dims").token)
 
 
 def compare_names(got: Any, expected: str) -> str | None:

@@ -18,7 +18,7 @@ import random
 from typing import Any
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, how_far, public_cases
+from lectorch.exercises.seal import close, how_far, public_cases
 from lectorch.hardware import get_gpu
 
 
@@ -47,7 +47,7 @@ register(
         hint="FLOPs of a (B, D) @ (D, K) matmul are 2·B·D·K; divide by the seconds, then by the peak.",
         rtol=1e-6,  # fp32 arithmetic of the formula passes: a few roundings of float32 (8 ulps ≈ 1e-6)
         slips={
-            0.5: "a multiply-add is 2 FLOPs: the matmul costs 2·B·D·K, not B·D·K.",
+            0.5: "count the FLOPs of the matmul again: how many FLOPs is one multiply-add?",
             1e-12: "keep everything in FLOP and FLOP/s (not TFLOP or TFLOP/s).",
         },
         cases=public_cases("flops-mfu-from-time", (
@@ -75,8 +75,7 @@ def _same_int(got, expected):
         return f"{got} is one too small: is the intensity at {got} really at the ridge point?"
     if close(got - 1, expected["n"]):
         return f"{got} is one too large: {got - 1} already reaches the ridge point."
-    far = how_far(got, expected["n"])
-    return f"{got} is {far}." if far else f"{got} is not the smallest compute-bound size."
+    return how_far(got, expected["n"]) + "."
 
 
 register(

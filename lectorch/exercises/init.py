@@ -19,7 +19,7 @@ import torch
 
 from lectorch import init
 from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 
 # the ReLU-depth prediction and the variant's parameter count are functions of their setting: the
 # page's numbers are the public case (sealed); the grader tries hidden ones (grading/init.py)
@@ -105,7 +105,7 @@ register(
             "relus-matter-each": "the ReLUs matter: each one zeroes about half of its inputs.",
             "count-relus-between": "count the ReLUs between the input and the output: there are 8.",
             "count-relus-between-2": "count the ReLUs between the input and the output: there are 8.",
-            "relu-halves-second": "a ReLU halves the second moment, so the std shrinks by 1/√2 per ReLU, not by 1/2.",
+            "relu-halves-second": "a ReLU halves the second moment (the mean square), not the std: what does that do to the std?",
             "relu-s-output": ("a ReLU's output has a positive mean: the next layer's output variance is fan_in · "
                               "std² · E[a²], the second moment of its input, not its variance."),
         },

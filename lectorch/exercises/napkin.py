@@ -32,8 +32,8 @@ register(
         hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
               "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
-            "two-weeks-14": ("that is half of it: one week instead of two (14 days), or a factor of 0.5 "
-                             "(an MFU?) where the question asks for the peak, MFU 1."),
+            "two-weeks-14": ("that looks like one week instead of two (14 days), or an MFU below 1 where the "
+                             "question asks for the peak."),
             "use-dense-peak": "use the dense peak: the datasheet's bf16 figure assumes 2:4 sparsity.",
             "there-8-gpus": "there are 8 GPUs.",
             "day-86-400": "a day has 86 400 seconds.",
@@ -146,9 +146,12 @@ register(
                  description="a small model on RTX 4090s within a day"),
             Case(args=(1e8, 1e9, 30, 989.5e12, 0.5), expected=(1e8, 1e9, 30, 989.5e12, 0.5),
                  description="a tiny run: one GPU is plenty"),
+            # 6·P·T over one GPU-day's FLOPs is a whole number, exactly (no rounding noise)
+            Case(args=(1.44e9, 2e10, 1, 1e15, 0.5), expected=(1.44e9, 2e10, 1, 1e15, 0.5),
+                 description="a run whose GPU count comes out whole"),
         ),
         generate=_random_cases,
-        summary="runs your function on 3 example runs and 6 random ones: a whole number of GPUs, the "
-                "run finishes in time, and one GPU fewer would not",
+        summary="runs your function on 4 example runs (one whose count comes out whole) and 6 random ones: a "
+                "whole number of GPUs, the run finishes in time, and one GPU fewer would not",
     )
 )

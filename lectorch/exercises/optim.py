@@ -9,7 +9,7 @@
 
 Every expected result comes from torch itself, on the instructor's side (``grading/optim.py``'s
 ``REFERENCE``): the package holds the public cases' results only as seals
-(``lectorch.exercises.sealed_cases``), and the prediction's physics answer as a seal.
+(``lectorch.exercises.seal``), and the prediction's physics answer as a seal.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 
 from lectorch import optim
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 from lectorch.exercises.refuse import refuse_subclass
 from lectorch.models import Cruncher
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import mismatch, public_cases
+from lectorch.exercises.seal import mismatch, public_cases
 
 # asked as functions of their setting: the page's numbers are the public case (sealed); the
 # grader tries hidden integers and steps (grading/precision.py)
@@ -35,7 +35,7 @@ register(
         no_tensors=True,
         hint=("a tensor's bytes are its number of elements times the bytes of one element.",
               "an empty shape () is one element (a scalar); dtype.itemsize is the bytes of one element."),
-        slips={8.0: "that is bits, not bytes: divide by 8."},
+        slips={8.0: "that counts bits, not bytes."},
         rtol=0.0,
         cases=public_cases("precision-tensor-bytes", tuple(
             Case(args=(shape, dtype), description=desc)
@@ -92,8 +92,7 @@ register(
         slips={
             "exact-sum-bf16": ("that is the exact sum: bf16 rounds every partial sum, and the sum stops growing "
                                "early."),
-            "2-4-gap": ("in [2, 4) the gap is 2**-6 and half of it is below 0.01: the additions still round "
-                        "up."),
+            "2-4-gap": "at 2 half the gap is still below 0.01: the additions still move the sum there.",
             "at-value-predict": "at the value you predict, half the gap is already larger than 0.01.",
             "1-0-001": "1 + 0.001 stays 1 (the chapter), but 0.01 is ten times larger: it still moves 1.",
         },

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import public_cases
+from lectorch.exercises.seal import public_cases
 
 # HFU and int4 bytes are functions of their setting: the page's numbers are the public case
 # (sealed); the grader tries hidden runs and group sizes (grading/scale.py)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from lectorch.exercises import Case, Exercise, Sealed, register
-from lectorch.exercises.sealed_cases import close, public_cases
+from lectorch.exercises.seal import close, public_cases
 
 # --- 1. predict the strides after a transpose -------------------------------------------------------
 
@@ -154,7 +154,7 @@ def compare_letters(got: Any, expected: str) -> str | None:
 
 #: asked as a function of x's shape: the page's 4×4 x is the public case (sealed); the grader tries
 #: hidden shapes, rows or columns of 1 and odd widths among them (grading/views.py), read from torch
-_WHICH_COPY = _LetterSeal("x|0|0|ba6893590fe24b974bcf2dc4|")
+_WHICH_COPY = _LetterSeal(Sealed.stored("views-which-copy").token)
 
 register(
     Exercise(
@@ -180,7 +180,7 @@ register(
 # --- 4. strides and offset after a permute, slices and an index ------------------------------------
 #: asked as a function of x's shape: the page's shape is the public case (sealed); the grader tries
 #: hidden 4-D shapes (grading/views.py), read from torch
-_PERMUTE_SLICE = Sealed("x|0|0|33e9262dcc6c94685a6097fb|")
+_PERMUTE_SLICE = Sealed.stored("views-permute-slice")
 
 
 def _as_layout(answer: Any):
