@@ -9,6 +9,15 @@ use; the dense peak is half of it. MFU is measured against the dense peak.
 989.5
 >>> h100.peak_flops("bf16", sparse=True) / 1e12
 1979.0
+
+Memory capacities are binary, like the caches: the "80 GB" of an H100 SXM is 80 GiB (five 16 GiB HBM3
+stacks), of which ``nvidia-smi`` shows 81559 MiB and torch's ``total_memory`` about 79.1 GiB (the driver
+keeps the rest); an H200's "141 GB" shows as 143771 MiB. ``memory_bytes`` stores the capacity in bytes;
+napkin math reads the datasheet's "80 GB" as 80·10⁹ bytes instead, as the CS336 lecture does: a round,
+slightly conservative figure (:attr:`GPUSpec.napkin_memory_bytes`).
+
+>>> h100.memory_bytes == 80 * GiB, h100.napkin_memory_bytes
+(True, 80000000000.0)
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from dataclasses import dataclass, field
 import torch
 
 T = 1e12
+GiB = 2**30
 #: Keys of the peak tables; torch dtypes map onto them via :func:`flops_key`.
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -30,6 +40,7 @@ class GPUSpec:
 
     name: str
     architecture: str
+    #: the capacity in bytes: the datasheet's "GB" of GPU memory are GiB (see the module's docstring)
     memory_bytes: float
     memory_type: str
     bandwidth_bytes_per_s: float
@@ -49,6 +60,35 @@ class GPUSpec:
     #: NVLink bridge joins only two or four of them) and cards without NVLink. With its source.
     nvlink_bytes_per_s: float | None = None
     nvlink_source: str = ""
+    #: The link between the GPU and its host CPU: a PCIe generation with 16 lanes, or NVLink-C2C (the
+    #: Hopper GPU of a GH200 superchip and its Grace CPU).
+    host_link: str = "PCIe 5.0 x16"
+
+    @property
+    def napkin_memory_bytes(self) -> float:
+        """The datasheet's capacity read as decimal GB ("80 GB" → 80·10⁹ bytes): the round, slightly
+        conservative figure napkin math uses (the lecture's ``h100_bytes = 80e9``); the GPU has
+        :attr:`memory_bytes`.
+
+        >>> get_gpu("H100 SXM").napkin_memory_bytes / get_gpu("H100 SXM").memory_bytes
+        0.9313225746154785
+        """
+        return self.memory_bytes / GiB * 1e9
+
+    @property
+    def host_link_bytes_per_s(self) -> float:
+        """Peak bytes per second of the host link in one direction.
+
+        >>> get_gpu("H100 SXM").host_link_bytes_per_s / 1e9, get_gpu("T4").host_link_bytes_per_s / 1e9
+        (63.01538461538462, 15.753846153846155)
+        >>> get_gpu("GH200 96GB HBM3").host_link_bytes_per_s / 1e9
+        450.0
+        """
+        if self.host_link == NVLINK_C2C:
+            return NVLINK_C2C_BYTES_PER_S
+        from lectorch.transfer import pcie_bytes_per_s
+
+        return pcie_bytes_per_s(int(self.host_link.removeprefix("PCIe ")[0]))
 
     @property
     def nvlink_per_direction_bytes_per_s(self) -> float | None:
@@ -111,6 +151,12 @@ def flops_key(dtype: str | torch.dtype) -> str:
     raise TypeError(f"dtype must be a torch.dtype or a string such as 'bf16', got {type(dtype).__name__}")
 
 
+#: The GH200's CPU-GPU link: 900 GB/s both ways, 450 GB/s each way (NVIDIA GH200 Grace Hopper Superchip
+#: datasheet, nvidia.com/en-us/data-center/grace-hopper-superchip).
+NVLINK_C2C = "NVLink-C2C"
+NVLINK_C2C_BYTES_PER_S = 450e9
+
+
 def _sparse_of(dense: dict[str, float], keys=("tf32", "bf16", "fp16", "fp8", "int8")) -> dict[str, float]:
     return {k: 2 * v for k, v in dense.items() if k in keys}
 
@@ -122,7 +168,7 @@ GPUS: dict[str, GPUSpec] = {
     spec.name: spec
     for spec in [
         GPUSpec(
-            name="A100 SXM 80GB", architecture="Ampere", memory_bytes=80e9, memory_type="HBM2e",
+            name="A100 SXM 80GB", architecture="Ampere", memory_bytes=80 * GiB, memory_type="HBM2e", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=2039e9,
             dense={"fp64": 19.5 * T, "fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T},
             source="NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100)",
@@ -130,7 +176,7 @@ GPUS: dict[str, GPUSpec] = {
             nvlink_bytes_per_s=600e9, nvlink_source=_A100_NVLINK,
         ),
         GPUSpec(
-            name="H100 SXM", architecture="Hopper", memory_bytes=80e9, memory_type="HBM3",
+            name="H100 SXM", architecture="Hopper", memory_bytes=80 * GiB, memory_type="HBM3",
             bandwidth_bytes_per_s=3.35e12, dense=_H100_SXM_DENSE,
             source="NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
             notes="The datasheet's 1979 TFLOP/s bf16 assumes 2:4 sparsity; dense is half. "
@@ -144,7 +190,7 @@ GPUS: dict[str, GPUSpec] = {
                           "(fourth generation, 18 links)",
         ),
         GPUSpec(
-            name="H100 PCIe", architecture="Hopper", memory_bytes=80e9, memory_type="HBM2e",
+            name="H100 PCIe", architecture="Hopper", memory_bytes=80 * GiB, memory_type="HBM2e",
             bandwidth_bytes_per_s=2.0e12,
             dense={"fp64": 51 * T, "fp32": 51 * T, "tf32": 378 * T, "bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513 * T, "int8": 1513 * T},
             source="NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
@@ -152,7 +198,7 @@ GPUS: dict[str, GPUSpec] = {
                   "fp64 is the tensor-core figure; plain fp64 is 26 TFLOP/s.",
         ),
         GPUSpec(
-            name="H200 SXM", architecture="Hopper", memory_bytes=141e9, memory_type="HBM3e",
+            name="H200 SXM", architecture="Hopper", memory_bytes=141 * GiB, memory_type="HBM3e",
             bandwidth_bytes_per_s=4.8e12, dense=dict(_H100_SXM_DENSE),
             source="NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200)",
             notes="Same compute as the H100 SXM; more and faster memory. "
@@ -161,7 +207,7 @@ GPUS: dict[str, GPUSpec] = {
             nvlink_source="NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: NVIDIA NVLink 900 GB/s",
         ),
         GPUSpec(
-            name="B200", architecture="Blackwell", memory_bytes=180e9, memory_type="HBM3e",
+            name="B200", architecture="Blackwell", memory_bytes=180 * GiB, memory_type="HBM3e",
             bandwidth_bytes_per_s=7.7e12,
             dense={"fp64": 37 * T, "fp32": 75 * T, "tf32": 1125 * T, "bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T, "int8": 4500 * T},
             source="NVIDIA HGX platform page (nvidia.com/en-us/data-center/hgx), HGX B200 column: the 8-GPU "
@@ -175,14 +221,14 @@ GPUS: dict[str, GPUSpec] = {
                           "(14.4 TB/s for the 8 GPUs)",
         ),
         GPUSpec(
-            name="L4", architecture="Ada Lovelace", memory_bytes=24e9, memory_type="GDDR6",
+            name="L4", architecture="Ada Lovelace", memory_bytes=24 * GiB, memory_type="GDDR6", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=300e9,
             dense={"fp32": 30.3 * T, "tf32": 60 * T, "bf16": 121 * T, "fp16": 121 * T, "fp8": 242.5 * T, "int8": 242.5 * T},
             source="NVIDIA L4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/l4)",
             notes="72 W inference card.",
         ),
         GPUSpec(
-            name="T4", architecture="Turing", memory_bytes=16e9, memory_type="GDDR6",
+            name="T4", architecture="Turing", memory_bytes=16 * GiB, memory_type="GDDR6", host_link="PCIe 3.0 x16",
             bandwidth_bytes_per_s=320e9,
             dense={"fp32": 8.1 * T, "fp16": 65 * T, "int8": 130 * T},
             sparse={},
@@ -190,7 +236,7 @@ GPUS: dict[str, GPUSpec] = {
             notes="Turing: no bf16, no tf32, no sparsity support; bf16 runs emulated and slowly.",
         ),
         GPUSpec(
-            name="RTX 4090", architecture="Ada Lovelace", memory_bytes=24e9, memory_type="GDDR6X",
+            name="RTX 4090", architecture="Ada Lovelace", memory_bytes=24 * GiB, memory_type="GDDR6X", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=1008e9,
             dense={"fp32": 82.6 * T, "tf32": 82.6 * T, "bf16": 165.2 * T, "fp16": 165.2 * T, "fp8": 330.3 * T, "int8": 660.6 * T},
             source="NVIDIA Ada Lovelace GPU architecture whitepaper, appendix (GeForce RTX 4090)",
@@ -210,29 +256,29 @@ VARIANTS: dict[str, GPUSpec] = {
     spec.name: spec
     for spec in [
         GPUSpec(
-            name="A100 SXM 40GB", architecture="Ampere", memory_bytes=40e9, memory_type="HBM2",
+            name="A100 SXM 40GB", architecture="Ampere", memory_bytes=40 * GiB, memory_type="HBM2", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=1555e9, dense=dict(_A100_DENSE), source=_A100_SOURCE, notes=_A100_NOTES,
             nvlink_bytes_per_s=600e9, nvlink_source=_A100_NVLINK,
         ),
         GPUSpec(
-            name="A100 PCIe 40GB", architecture="Ampere", memory_bytes=40e9, memory_type="HBM2",
+            name="A100 PCIe 40GB", architecture="Ampere", memory_bytes=40 * GiB, memory_type="HBM2", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=1555e9, dense=dict(_A100_DENSE), source=_A100_SOURCE,
             notes=_A100_NOTES + " 250 W; sustains lower clocks than the SXM part.",
         ),
         GPUSpec(
-            name="A100 PCIe 80GB", architecture="Ampere", memory_bytes=80e9, memory_type="HBM2e",
+            name="A100 PCIe 80GB", architecture="Ampere", memory_bytes=80 * GiB, memory_type="HBM2e", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=1935e9, dense=dict(_A100_DENSE), source=_A100_SOURCE,
             notes=_A100_NOTES + " 300 W; sustains lower clocks than the SXM part.",
         ),
         GPUSpec(
-            name="H100 NVL", architecture="Hopper", memory_bytes=94e9, memory_type="HBM3",
+            name="H100 NVL", architecture="Hopper", memory_bytes=94 * GiB, memory_type="HBM3",
             bandwidth_bytes_per_s=3.9e12, dense=dict(_NVL_DENSE),
             source="NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (nvidia.com/en-us/data-center/h100)",
             notes="PCIe card (350-400 W): the datasheet's 1671 TFLOP/s bf16 is 2:4 sparse, dense 835.5. "
                   "fp64 is the tensor-core figure; plain fp64 is 30 TFLOP/s.",
         ),
         GPUSpec(
-            name="H200 NVL", architecture="Hopper", memory_bytes=141e9, memory_type="HBM3e",
+            name="H200 NVL", architecture="Hopper", memory_bytes=141 * GiB, memory_type="HBM3e",
             bandwidth_bytes_per_s=4.8e12, dense=dict(_NVL_DENSE),
             source="NVIDIA H200 Tensor Core GPU datasheet, H200 NVL column (nvidia.com/en-us/data-center/h200)",
             notes="PCIe card (up to 600 W): the datasheet's 1671 TFLOP/s bf16 is 2:4 sparse, dense 835.5. "
@@ -240,18 +286,18 @@ VARIANTS: dict[str, GPUSpec] = {
                   "plain 'NVIDIA H200', which lectorch reads as the SXM part.",
         ),
         GPUSpec(
-            name="GH200 96GB HBM3", architecture="Hopper", memory_bytes=96e9, memory_type="HBM3",
+            name="GH200 96GB HBM3", architecture="Hopper", memory_bytes=96 * GiB, memory_type="HBM3", host_link=NVLINK_C2C,
             bandwidth_bytes_per_s=4.0e12, dense=dict(_H100_SXM_DENSE), source=_GH200_SOURCE,
             notes="The Hopper GPU of a GH200 480GB superchip (96 GB HBM3 + 480 GB LPDDR5X of the Grace CPU); "
                   "fp64 is the tensor-core figure.",
         ),
         GPUSpec(
-            name="GH200 144GB HBM3e", architecture="Hopper", memory_bytes=144e9, memory_type="HBM3e",
+            name="GH200 144GB HBM3e", architecture="Hopper", memory_bytes=144 * GiB, memory_type="HBM3e", host_link=NVLINK_C2C,
             bandwidth_bytes_per_s=4.9e12, dense=dict(_H100_SXM_DENSE), source=_GH200_SOURCE,
             notes="The Hopper GPU of a GH200 superchip with 144 GB HBM3e; fp64 is the tensor-core figure.",
         ),
         GPUSpec(
-            name="RTX 4090 D", architecture="Ada Lovelace", memory_bytes=24e9, memory_type="GDDR6X",
+            name="RTX 4090 D", architecture="Ada Lovelace", memory_bytes=24 * GiB, memory_type="GDDR6X", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=1008e9,
             # fp32: 14,592 cores × 2 FLOPs × 2.52 GHz; tensor peaks: the RTX 4090's scaled by 114/128 SMs
             dense={"fp32": 73.5 * T, "tf32": 73.5 * T,
@@ -304,7 +350,7 @@ _ALIASES = {
 def get_gpu(name: str) -> GPUSpec:
     """Look up a GPU by name (case-insensitive; "H100" means the SXM part).
 
-    >>> get_gpu("h200").memory_bytes / 1e9
+    >>> get_gpu("h200").memory_bytes / GiB
     141.0
     """
     if isinstance(name, GPUSpec):
@@ -374,7 +420,7 @@ def gpu_from_driver_name(driver_name: str, *, strict: bool = False) -> GPUSpec |
 
 
 def spec_table(*, variants: bool = False) -> list[dict[str, object]]:
-    """The spec table as rows (TFLOP/s, GB, TB/s), for display or a DataFrame; ``variants=True``
+    """The spec table as rows (TFLOP/s, GiB, TB/s), for display or a DataFrame; ``variants=True``
     adds the board variants (:data:`VARIANTS`).
 
     >>> spec_table()[0]["GPU"], len(spec_table(variants=True)) - len(spec_table())
@@ -389,7 +435,7 @@ def spec_table(*, variants: bool = False) -> list[dict[str, object]]:
             sparse = spec.sparse.get(key)
             if key in ("tf32", "bf16", "fp16", "fp8"):
                 row[f"{key} 2:4"] = None if sparse is None else sparse / T
-        row["memory GB"] = spec.memory_bytes / 1e9
+        row["memory GiB"] = spec.memory_bytes / GiB
         row["TB/s"] = spec.bandwidth_bytes_per_s / 1e12
         row["source"] = spec.source
         rows.append(row)

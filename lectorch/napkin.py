@@ -1,5 +1,9 @@
 """Napkin math: training time from the 6·N·T rule, and the largest model that fits in memory.
 
+A GPU's memory enters as the datasheet's "80 GB" read as 80·10⁹ bytes, like the CS336 lecture's
+``h100_bytes = 80e9``: a round figure, slightly below the 80 GiB an H100 has
+(:attr:`lectorch.hardware.GPUSpec.napkin_memory_bytes`).
+
 >>> round(training_days(70e9, 15e12, num_gpus=1024, gpu="H100 SXM", mfu=0.5))
 144
 >>> max_trainable_params(80e9, bytes_per_param=16)
@@ -82,8 +86,13 @@ class BytesPerParam:
 
 #: fp32 weights and gradients, AdamW's two fp32 moments: 4 + 4 + 8 = 16 bytes.
 ADAMW_FP32 = BytesPerParam(weights=4, gradients=4, optimizer_state=8)
-#: bf16 weights and gradients plus an fp32 master copy and fp32 moments: 2 + 2 + 4 + 8 = 16 bytes.
+#: Mixed precision as Megatron-LM and DeepSpeed lay it out: bf16 weights and gradients, an fp32 master
+#: copy and fp32 moments: 2 + 2 + 4 + 8 = 16 bytes.
 ADAMW_BF16_MIXED = BytesPerParam(weights=2, gradients=2, optimizer_state=8, master_weights=4)
+#: Mixed precision as PyTorch's autocast does it (chapter 10): the parameters and their gradients stay
+#: fp32 and the moments are fp32, 4 + 4 + 8 = 16 bytes; the bf16 copies of the weights that the
+#: forward pass casts are temporaries, not state.
+ADAMW_AUTOCAST = BytesPerParam(weights=4, gradients=4, optimizer_state=8)
 #: Plain SGD in fp32 keeps no state: 4 + 4 = 8 bytes.
 SGD_FP32 = BytesPerParam(weights=4, gradients=4, optimizer_state=0)
 
@@ -110,12 +119,24 @@ class NapkinSummary:
     days: float
     gpu_hours: float
     memory_needed_bytes: float
+    #: all the GPUs' memory: usable as one only if the training state is fully sharded (ZeRO-3, FSDP)
     memory_available_bytes: float
+    #: the largest model when the state is fully sharded over all the GPUs
     max_params: float
+    #: one GPU's memory: what plain data parallelism, which keeps a full copy on every GPU, can use
+    memory_per_gpu_bytes: float
+    #: the largest model under plain data parallelism: what one GPU holds
+    max_params_replicated: float
 
     @property
     def fits(self) -> bool:
+        """Whether the state fits when fully sharded over all the GPUs (ZeRO-3, FSDP)."""
         return self.memory_needed_bytes <= self.memory_available_bytes
+
+    @property
+    def fits_replicated(self) -> bool:
+        """Whether the state fits in one GPU, as plain data parallelism needs."""
+        return self.memory_needed_bytes <= self.memory_per_gpu_bytes
 
 
 def summarize(
@@ -124,9 +145,12 @@ def summarize(
 ) -> NapkinSummary:
     """Time, GPU-hours and memory of training ``params`` parameters on ``tokens`` tokens.
 
+    Memory is given both ways: fully sharded over all the GPUs (ZeRO-3, FSDP), and replicated on
+    every GPU (plain data parallelism), each GPU's memory taken as its ``napkin_memory_bytes``.
+
     >>> s = summarize(70e9, 15e12, gpu="H100 SXM", num_gpus=1024, mfu=0.5)
-    >>> round(s.days), s.fits
-    (144, True)
+    >>> round(s.days), s.fits, s.fits_replicated, s.max_params_replicated
+    (144, True, False, 5000000000.0)
     """
     spec = get_gpu(gpu)
     per_param = bytes_per_param.total if isinstance(bytes_per_param, BytesPerParam) else bytes_per_param
@@ -138,6 +162,8 @@ def summarize(
         days=days,
         gpu_hours=days * 24 * num_gpus,
         memory_needed_bytes=params * _validate.positive_number("bytes_per_param", per_param),
-        memory_available_bytes=spec.memory_bytes * num_gpus,
-        max_params=max_trainable_params(spec.memory_bytes, bytes_per_param=per_param, num_gpus=num_gpus),
+        memory_available_bytes=spec.napkin_memory_bytes * num_gpus,
+        max_params=max_trainable_params(spec.napkin_memory_bytes, bytes_per_param=per_param, num_gpus=num_gpus),
+        memory_per_gpu_bytes=spec.napkin_memory_bytes,
+        max_params_replicated=max_trainable_params(spec.napkin_memory_bytes, bytes_per_param=per_param),
     )

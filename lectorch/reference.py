@@ -48,6 +48,9 @@ MATMUL_BF16_SIZES = (1024, 2048, 4096, 8192)  # matmul_bf16_<n>
 MATMUL_FP32_SIZE = 8192                        # matmul_fp32_<n>, matmul_tf32_<n>
 H2D_COPY_BYTES = 2**30                         # h2d_*_1GiB_GBps (the keys name it)
 MLP_SETTING = {"dim": 4096, "num_layers": 8, "batch": 4096}  # backward_over_forward_time, step_peak_bytes
+#: The TinyLM whose steps bf16_over_fp32_step_time and checkpointing_time_overhead time on a GPU
+#: (the chapter's D=64 model is launch-bound there).
+STEP_SETTING = {"dim": 1024, "num_layers": 4, "vocab_size": 8192, "context_length": 256, "batch_size": 32}
 OVERLAP_COPY_BYTES = 2**28        # 256 MiB of pinned host memory ...
 OVERLAP_MATMULS = (4, 8192)       # ... beside four 8192² bf16 matmuls
 
@@ -96,25 +99,29 @@ def predict(key: str, gpu: str = PREDICTION_GPU) -> str:
 
     >>> predict("h2d_pinned_1GiB_GBps")
     'at most 63 GB/s: the peak of its PCIe 5.0 ×16 host link'
-    >>> predict("backward_over_forward_time")
-    '2×: the backward pass does twice the forward FLOPs'
+    >>> predict("h2d_pinned_1GiB_GBps", gpu="GH200 96GB HBM3")
+    'at most 450 GB/s: the peak of its NVLink-C2C host link'
+    >>> predict("backward_over_forward_time").endswith("MLP timed: (2L − 1)/L, as its input needs no gradient")
+    True
     """
     from lectorch.hardware import get_gpu
-    from lectorch.transfer import pcie_bytes_per_s
 
     key, spec = _check_key(key), get_gpu(gpu)
-    # every GPU of the spec table but the PCIe 4.0 cards (A100, L4, T4, RTX 4090) sits on PCIe 5.0
-    generation = 4 if spec.architecture in ("Ampere", "Ada Lovelace", "Turing") else 5
-    link = pcie_bytes_per_s(generation)
+    link = spec.host_link_bytes_per_s
     if key == "h2d_pinned_1GiB_GBps":
-        return f"at most {link / 1e9:.3g} GB/s: the peak of its PCIe {generation}.0 ×16 host link"
+        return f"at most {link / 1e9:.3g} GB/s: the peak of its {spec.host_link.replace(' x16', ' ×16')} host link"
     if key == "h2d_pageable_1GiB_GBps":
         return "below the pinned figure: a pageable copy is staged through a pinned buffer first"
     if key.startswith("matmul_"):
         _, precision, n = key.split("_")
         return _matmul_prediction(spec, int(n), precision)
     if key == "backward_over_forward_time":
-        return "2×: the backward pass does twice the forward FLOPs"
+        from lectorch.backprop import mlp_flops
+
+        s = MLP_SETTING
+        ratio = mlp_flops(s["batch"], (s["dim"],) * (s["num_layers"] + 1)).ratio
+        return (f"{ratio:.4g}× in FLOPs for the D={s['dim']}, {s['num_layers']}-layer MLP timed: (2L − 1)/L, "
+                "as its input needs no gradient")
     if key == "step_peak_bytes":
         from lectorch.step_memory import step_timeline
 
@@ -127,13 +134,33 @@ def predict(key: str, gpu: str = PREDICTION_GPU) -> str:
         return (f"{ratio:.2g}× if the step were all matmuls (fp32 {spec.dense['fp32'] / 1e12:.4g} against "
                 f"bf16 {spec.dense['bf16'] / 1e12:.4g} TFLOP/s); small steps are launch-bound, nearer 1×")
     if key == "checkpointing_time_overhead":
-        return "at most +33%: one more forward pass on top of forward + backward (3 forwards' worth)"
+        extra = checkpointing_flop_overhead(**STEP_SETTING)
+        s = STEP_SETTING
+        return (f"{extra:+.1%} in FLOPs for the TinyLM timed (D={s['dim']}, {s['num_layers']} blocks, "
+                f"V={s['vocab_size']}, {s['batch_size']} × {s['context_length']} tokens; one W1 matmul recomputed "
+                "per block); not a bound on time, which launches and memory traffic raise in small steps")
     # h2d_overlap_speedup
     count, n = OVERLAP_MATMULS
     copy = OVERLAP_COPY_BYTES / link
     compute = count * 2 * n**3 / spec.dense["bf16"]
     return (f"at most {(copy + compute) / max(copy, compute):.3g}×: a {_bytes(OVERLAP_COPY_BYTES)} copy "
             f"({_seconds(copy)}) hidden behind {count} {n}² bf16 matmuls ({_seconds(compute)})")
+
+
+def checkpointing_flop_overhead(*, batch_size: int, context_length: int, dim: int, num_layers: int,
+                                vocab_size: int) -> float:
+    """The extra FLOPs of a TinyLM training step with activation checkpointing (chapter 10): each block
+    recomputes its first matmul (D → 4D); forward + backward is 3 forward passes.
+
+    >>> round(checkpointing_flop_overhead(**STEP_SETTING), 4)
+    0.1333
+    """
+    from lectorch.flops import linear_flops
+
+    tokens = batch_size * context_length
+    w1 = linear_flops(tokens, dim, 4 * dim)
+    forward = num_layers * 2 * w1 + linear_flops(tokens, dim, vocab_size)
+    return num_layers * w1 / (3 * forward)
 
 
 def default_directory() -> pathlib.Path:
@@ -318,5 +345,6 @@ def describe_runs(directory: str | os.PathLike[str] | None = None) -> list[str]:
     return lines
 
 
-__all__ = ["KEYS", "PREDICTION_GPU", "REFERENCE_DIR_ENV", "ReferenceRun", "default_directory", "describe_runs", "format_value",
+__all__ = ["KEYS", "PREDICTION_GPU", "REFERENCE_DIR_ENV", "ReferenceRun", "checkpointing_flop_overhead", "default_directory",
+           "describe_runs", "format_value",
            "load_runs", "predict", "show", "table"]

@@ -15,8 +15,24 @@ def test_datasheet_figures_the_course_quotes():
     assert h100.peak_flops("fp32") == 67e12
     a100 = hardware.get_gpu("A100")
     assert a100.peak_flops("bf16") == 312e12 and a100.peak_flops("fp32") == 19.5e12
-    assert hardware.get_gpu("H200").memory_bytes == 141e9
-    assert h100.memory_bytes == 80e9
+    assert hardware.get_gpu("H200").memory_bytes == 141 * 2**30
+    assert h100.memory_bytes == 80 * 2**30 and h100.napkin_memory_bytes == 80e9
+
+
+def test_memory_capacities_are_binary():
+    # nvidia-smi's totals (the GiB less the driver's share) exceed the decimal reading of "80 GB"
+    readings_mib = {"H100 SXM": 81559, "A100 SXM 80GB": 81920, "A100 SXM 40GB": 40960, "H200 SXM": 143771}
+    for name, mib in readings_mib.items():
+        spec = hardware.get_gpu(name)
+        assert spec.napkin_memory_bytes < mib * 2**20 <= spec.memory_bytes, name
+
+
+def test_host_links():
+    assert hardware.get_gpu("T4").host_link == "PCIe 3.0 x16"
+    assert hardware.get_gpu("A100").host_link == hardware.get_gpu("L4").host_link == "PCIe 4.0 x16"
+    assert hardware.get_gpu("H100 SXM").host_link == "PCIe 5.0 x16"
+    gh200 = hardware.get_gpu("GH200 144GB HBM3e")
+    assert gh200.host_link == hardware.NVLINK_C2C and gh200.host_link_bytes_per_s == 450e9
 
 
 @pytest.mark.parametrize("name", list(hardware.ALL_GPUS))
@@ -61,7 +77,7 @@ def test_spec_table_rows():
     rows = hardware.spec_table()
     assert [r["GPU"] for r in rows] == list(hardware.GPUS)
     h100 = next(r for r in rows if r["GPU"] == "H100 SXM")
-    assert h100["bf16 dense"] == 989.5 and h100["bf16 2:4"] == 1979
+    assert h100["bf16 dense"] == 989.5 and h100["bf16 2:4"] == 1979 and h100["memory GiB"] == 80
 
 
 # --- driver names → datasheet rows (exact) ---------------------------------------------------------
@@ -79,9 +95,9 @@ def test_variant_boards_get_their_own_rows(driver, row):
 def test_variant_figures_differ_where_the_datasheets_do():
     nvl, sxm = hardware.get_gpu("H100 NVL"), hardware.get_gpu("H100 SXM")
     assert nvl.peak_flops("bf16") == 835.5e12 and nvl.peak_flops("bf16", sparse=True) == 1671e12
-    assert nvl.memory_bytes == 94e9 and nvl.bandwidth_bytes_per_s == 3.9e12
+    assert nvl.memory_bytes == 94 * 2**30 and nvl.bandwidth_bytes_per_s == 3.9e12
     assert hardware.get_gpu("H200 NVL").peak_flops("bf16") < hardware.get_gpu("H200 SXM").peak_flops("bf16")
-    assert hardware.get_gpu("GH200 96GB HBM3").memory_bytes == 96e9
+    assert hardware.get_gpu("GH200 96GB HBM3").memory_bytes == 96 * 2**30
     assert hardware.get_gpu("GH200 144GB HBM3e").bandwidth_bytes_per_s == 4.9e12
     assert hardware.get_gpu("A100 PCIe 40GB").bandwidth_bytes_per_s == 1555e9
     assert hardware.get_gpu("A100 PCIe 80GB").bandwidth_bytes_per_s == 1935e9

@@ -70,3 +70,14 @@ def test_summary_and_panel():
     panel.controls["dtype"].value = "fp8"  # the A100 has no fp8: a message, not a crash
     assert "A100" in panel.result.value and "fp8" in panel.result.value
     assert "not</b> fit" in render_napkin(405e9, 15e12, "H100 SXM", 8, 0.5, "AdamW fp32 (16 B)", "bf16")
+
+
+def test_memory_both_ways():
+    # full sharding pools the GPUs' memory; plain data parallelism keeps a copy on every GPU
+    s = napkin.summarize(70e9, 15e12, gpu="H100 SXM", num_gpus=1024, mfu=0.5)
+    assert s.memory_per_gpu_bytes == 80e9 and s.memory_available_bytes == 1024 * 80e9
+    assert s.fits and not s.fits_replicated
+    assert s.max_params == 1024 * s.max_params_replicated == 1024 * 5e9
+    html = render_napkin(70e9, 15e12, "H100 SXM", 1024, 0.5, "AdamW fp32 (16 B)", "bf16")
+    assert "fully sharded" in html and "plain data parallelism" in html
+    assert napkin.ADAMW_AUTOCAST.total == napkin.ADAMW_BF16_MIXED.total == 16

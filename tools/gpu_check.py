@@ -382,6 +382,7 @@ def measure(dry_run: bool) -> dict:
     from lectorch.backprop import make_mlp
     from lectorch.device import get_device, synchronize
     from lectorch.reference import (H2D_COPY_BYTES, KEYS, MATMUL_BF16_SIZES, MATMUL_FP32_SIZE, MLP_SETTING,
+                                    STEP_SETTING,
                                     OVERLAP_COPY_BYTES, OVERLAP_MATMULS)
 
     dev = torch.device("cpu") if dry_run else get_device()
@@ -429,9 +430,9 @@ def measure(dry_run: bool) -> dict:
     m["step_peak_bytes"] = {"predicted": timeline.peak - timeline.resting, "measured": measured}
 
     # TinyLM steps sized for a GPU (the chapter's D=64 model is launch-bound there)
-    size = dict(dim=1024, num_layers=4, vocab_size=8192, context_length=256) if cuda else \
+    size = {k: v for k, v in STEP_SETTING.items() if k != "batch_size"} if cuda else \
         dict(dim=16, num_layers=1, vocab_size=32, context_length=8)
-    b = 32 if cuda else 2
+    b = STEP_SETTING["batch_size"] if cuda else 2
     t = {}
     for label, kw in {"fp32": {}, "bf16": {"dtype": "bf16"}, "ckpt": {"checkpointing": True}}.items():
         t[label] = train.measure_step(batch_size=b, device=dev, trials=5 if cuda else 1, **kw, **size).step_seconds

@@ -44,7 +44,7 @@ def export_data() -> dict[str, Any]:
 
     gpus = {}
     for key, spec in GPUS.items():
-        entry = {"name": spec.name, "memory_bytes": spec.memory_bytes,
+        entry = {"name": spec.name, "napkin_memory_bytes": spec.napkin_memory_bytes,
                  "bandwidth_bytes_per_s": spec.bandwidth_bytes_per_s, "dense": dict(spec.dense)}
         gpus[key] = entry
         gpus.setdefault(spec.name, entry)
@@ -82,7 +82,8 @@ def _napkin(params, tokens, gpu, num_gpus, mfu, setup, dtype) -> dict[str, float
                          bytes_per_param=MEMORY_SETUPS[setup], dtype=dtype)
     return {"training_flops": s.training_flops, "cluster_flops_per_s": s.cluster_flops_per_s, "days": s.days,
             "gpu_hours": s.gpu_hours, "memory_needed_bytes": s.memory_needed_bytes,
-            "memory_available_bytes": s.memory_available_bytes, "max_params": s.max_params}
+            "memory_available_bytes": s.memory_available_bytes, "max_params": s.max_params,
+            "memory_per_gpu_bytes": s.memory_per_gpu_bytes, "max_params_replicated": s.max_params_replicated}
 
 
 def _tensor_bytes(rows, cols, dtype) -> dict[str, float]:

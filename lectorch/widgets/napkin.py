@@ -13,26 +13,36 @@ from lectorch.widgets import Panel, round_values, si_count
 MEMORY_SETUPS = {
     "AdamW fp32 (16 B)": napkin.ADAMW_FP32,
     "AdamW bf16 + fp32 master (16 B)": napkin.ADAMW_BF16_MIXED,
+    "AdamW fp32 + bf16 autocast (16 B)": napkin.ADAMW_AUTOCAST,
     "SGD fp32 (8 B)": napkin.SGD_FP32,
 }
 
 
 def render_napkin(params: float, tokens: float, gpu: str, num_gpus: int, mfu: float, setup: str, dtype: str) -> str:
-    """The panel's result as an HTML table.
+    """The panel's result as an HTML table. A GPU's memory is its datasheet "GB" read as 10⁹ bytes
+    (``napkin_memory_bytes``); the memory rows assume full sharding, then a copy on every GPU.
 
     >>> "144" in render_napkin(70e9, 15e12, "H100 SXM", 1024, 0.5, "AdamW fp32 (16 B)", "bf16")
     True
     """
     s = napkin.summarize(params, tokens, gpu=gpu, num_gpus=num_gpus, mfu=mfu,
                          bytes_per_param=MEMORY_SETUPS[setup], dtype=dtype)
-    fit = "fits" if s.fits else "does <b>not</b> fit"
+    def fit(ok: bool) -> str:
+        return "fits" if ok else "does <b>not</b> fit"
+
     rows = [
         ("training FLOPs (6·N·T)", f"{s.training_flops:.3g}"),
         ("useful cluster FLOP/s", f"{s.cluster_flops_per_s:.3g}"),
         ("training time", f"<b>{s.days:,.0f} days</b> ({s.gpu_hours:,.0f} GPU-hours)"),
-        ("weights + gradients + optimizer state", f"{format_bytes(s.memory_needed_bytes, binary=False)} — {fit} in "
-                                                   f"{format_bytes(s.memory_available_bytes, binary=False)}"),
-        ("largest model on this cluster", f"{si_count(s.max_params)} parameters (activations not counted)"),
+        ("weights + gradients + optimizer state, fully sharded (ZeRO-3/FSDP)",
+         f"{format_bytes(s.memory_needed_bytes, binary=False)} — {fit(s.fits)} in "
+         f"{format_bytes(s.memory_available_bytes, binary=False)}"),
+        ("the same, a full copy on every GPU (plain data parallelism)",
+         f"{format_bytes(s.memory_needed_bytes, binary=False)} — {fit(s.fits_replicated)} in "
+         f"{format_bytes(s.memory_per_gpu_bytes, binary=False)}"),
+        ("largest model, fully sharded", f"{si_count(s.max_params)} parameters (activations not counted)"),
+        ("largest model, a full copy on every GPU",
+         f"{si_count(s.max_params_replicated)} parameters (activations not counted)"),
     ]
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"

@@ -107,16 +107,23 @@
       var days = flops / (perS * D.napkin.seconds_per_day);
       var perParam = D.napkin.setups[v.setup];
       var n = {training_flops: flops, cluster_flops_per_s: perS, days: days, gpu_hours: days * 24 * v.num_gpus,
-               memory_needed_bytes: v.params * perParam, memory_available_bytes: gpu.memory_bytes * v.num_gpus,
-               max_params: v.num_gpus * gpu.memory_bytes / perParam};
-      var fits = n.memory_needed_bytes <= n.memory_available_bytes ? tr("fits") : tr("does <b>not</b> fit");
+               memory_needed_bytes: v.params * perParam, memory_available_bytes: gpu.napkin_memory_bytes * v.num_gpus,
+               max_params: v.num_gpus * gpu.napkin_memory_bytes / perParam,
+               memory_per_gpu_bytes: gpu.napkin_memory_bytes, max_params_replicated: gpu.napkin_memory_bytes / perParam};
+      function fit(ok) { return ok ? tr("fits") : tr("does <b>not</b> fit"); }
+      function memory(available) {
+        return tr("{needed} — {fits} in {available}", {needed: formatBytes(n.memory_needed_bytes, false),
+          fits: fit(n.memory_needed_bytes <= available), available: formatBytes(available, false)});
+      }
       var html = table([
         [tr("training FLOPs (6·N·T)"), gfmt(flops, 3)],
         [tr("useful cluster FLOP/s"), gfmt(perS, 3)],
         [tr("training time"), tr("<b>{days} days</b> ({hours} GPU-hours)", {days: commas(days), hours: commas(n.gpu_hours)})],
-        [tr("weights + gradients + optimizer state"), tr("{needed} — {fits} in {available}",
-          {needed: formatBytes(n.memory_needed_bytes, false), fits: fits, available: formatBytes(n.memory_available_bytes, false)})],
-        [tr("largest model on this cluster"), tr("{n} parameters (activations not counted)", {n: siCount(n.max_params)})]]);
+        [tr("weights + gradients + optimizer state, fully sharded (ZeRO-3/FSDP)"), memory(n.memory_available_bytes)],
+        [tr("the same, a full copy on every GPU (plain data parallelism)"), memory(n.memory_per_gpu_bytes)],
+        [tr("largest model, fully sharded"), tr("{n} parameters (activations not counted)", {n: siCount(n.max_params)})],
+        [tr("largest model, a full copy on every GPU"),
+         tr("{n} parameters (activations not counted)", {n: siCount(n.max_params_replicated)})]]);
       return {html: html, numbers: n};
     },
     tensor_bytes: function (v, D) {
