@@ -56,13 +56,11 @@ def _run(cmd, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], **kwargs)
 
 
-def _pip_env(*, lift_constraint: bool = False) -> dict:
-    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    if lift_constraint:
-        # Installing torch==X into its own venv is the point of the matrix: a constraint file in pip's
-        # configuration (a machine may cap torch at the releases it keeps on disk) would refuse it.
-        env["PIP_CONSTRAINT"] = os.devnull
-    return env
+def _pip_env() -> dict:
+    # Each venv holds its own torch==X, and pip must keep it: a constraint file in pip's configuration
+    # (a machine may cap torch at the releases it keeps on disk) would refuse the install of X, or ask
+    # pip to replace it when the course is installed beside it.
+    return dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_CONSTRAINT=os.devnull)
 
 
 def newest_torch() -> str:
@@ -71,7 +69,7 @@ def newest_torch() -> str:
         report = pathlib.Path(tmp) / "report.json"
         _run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps", "--ignore-installed",
               "--index-url", "https://pypi.org/simple", "--report", report, "torch"],
-             check=True, env=dict(_pip_env(lift_constraint=True), PIP_CONFIG_FILE=os.devnull))
+             check=True, env=dict(_pip_env(), PIP_CONFIG_FILE=os.devnull))
         return json.loads(report.read_text())["install"][0]["metadata"]["version"]
 
 
@@ -97,13 +95,20 @@ def torch_venv(cache: pathlib.Path, base_python: str, version: str) -> pathlib.P
     have = _torch_version(python)
     if have is None or have.split("+")[0] != version:
         _run([python, "-m", "pip", "install", "--quiet", "--progress-bar", "off", f"torch=={version}"],
-             check=True, env=_pip_env(lift_constraint=True))
+             check=True, env=_pip_env())
     return python
 
 
 def course_wheel(dest: pathlib.Path) -> pathlib.Path:
-    """The course's wheel, built once (what `pip install lectorch` installs)."""
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", dest, ROOT],
+    """The course's wheel, built once (what `pip install lectorch` installs), from a copy of what it
+    is built from: a build in the source tree would share its build/ folder with any other run."""
+    import shutil
+
+    source = dest / "source"
+    shutil.copytree(ROOT / "lectorch", source / "lectorch", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", dest, source],
          check=True, env=_pip_env())
     return next(dest.glob("lectorch-*.whl"))
 
@@ -297,7 +302,6 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"--release {unknown[0]}: use one of {', '.join(RELEASES)} (or --newest)")
         versions = [RELEASES[r] for r in args.release or RELEASES]
-    result = load(args.out)
     failed = []
     with tempfile.TemporaryDirectory(prefix="torch-matrix-") as tmp:
         work = pathlib.Path(tmp)
@@ -311,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
             failed += [] if passed(row) else [row["torch"]]
             key = (row["release"], row["python"].rsplit(".", 1)[0])
+            result = load(args.out)  # as it is now: another run may have written its rows meanwhile
             result["rows"] = [r for r in result["rows"] if (r["release"], r["python"].rsplit(".", 1)[0]) != key] + [row]
             result["machine"] = machine()
             args.out.write_text(json.dumps(result, indent=1) + "\n")
