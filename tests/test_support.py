@@ -65,6 +65,14 @@ def test_requires_python_is_what_the_book_needs():
         assert ".".join(row["python"].split(".")[:2]) in lock.SUPPORTED, row
 
 
+def test_the_torch_internals_were_checked_on_every_release_that_passed():
+    from lectorch.step_memory import _Internals
+
+    for row in torch_matrix.load()["rows"]:
+        if torch_matrix.passed(row):  # its unit tests include tests/test_step_memory.py's check of them
+            assert row["torch"].split("+")[0] in _Internals.CHECKED_ON, row["torch"]
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_states_the_one_support(page):
     text = " ".join(PAGES[page].read_text(encoding="utf-8").split())
