@@ -137,32 +137,37 @@ def _declared_without_torch(wheel: pathlib.Path) -> list[str]:
 
 def install_course(python: pathlib.Path, wheel: pathlib.Path, tests: pathlib.Path, pins: pathlib.Path,
                    *, beyond_range: bool = False) -> bool:
-    """pip installs the wheel with its dependencies beside the torch that is there, or stops before
-    anything is installed where it would replace that torch. ``beyond_range`` (a release newer than
+    """pip installs the wheel with its dependencies beside the torch that is there. The torch found
+    is a constraint too, so that pip stops (ResolutionImpossible) instead of replacing it where the
+    course's range does not admit it; the pins leave out what that torch itself requires (an older
+    torch may cap e.g. setuptools below the lock's pin). ``beyond_range`` (a release newer than
     pyproject.toml's range, tried by --newest): the wheel without its torch requirement instead.
     Returns whether the torch is inside the range."""
     before = _torch_version(python)
-    args = ["-m", "pip", "install", "--quiet", wheel, "-r", tests, "-c", pins]
-    with tempfile.TemporaryDirectory() as tmp:
-        report = pathlib.Path(tmp) / "report.json"
-        _run([python, *args[:3], "--dry-run", "--report", report, *args[3:]], check=True, env=_pip_env())
-        swapped = [item["metadata"]["version"] for item in json.loads(report.read_text())["install"]
-                   if item["metadata"]["name"].lower() == "torch"]
-    if swapped and not beyond_range:
-        raise SystemExit(f"pip would replace torch {before} with {swapped[0]} to install the course: "
-                         "pyproject.toml's torch range does not admit it")
-    if swapped:
+    own = subprocess.run([str(python), "-c", "import importlib.metadata as m, re; print(*{re.split(r'[^\\w.-]', r)[0].lower() "
+                          "for r in m.requires('torch') or [] if 'extra ==' not in r})"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    kept = pins.with_name(f"pins-{before}.txt")
+    kept.write_text("".join(line + "\n" for line in pins.read_text().splitlines()
+                            if re.split(r"[=<>!~; ]", line)[0].lower().replace("_", "-") not in own)
+                    + f"torch=={before}\n")
+    args = ["-m", "pip", "install", "--quiet", wheel, "-r", tests, "-c", kept]
+    within = not beyond_range or _run([python, *args[:3], "--dry-run", *args[3:]], env=_pip_env()).returncode == 0
+    if within:
+        done = _run([python, *args], env=_pip_env())
+        if done.returncode:
+            raise SystemExit(f"pip cannot install the course beside torch {before} without replacing it "
+                             "(above: what it said): pyproject.toml's torch range does not admit it")
+    else:
         print(f"torch {before} is outside pyproject.toml's range: the course's wheel is installed without "
               "its torch requirement, to see whether the range can be widened", flush=True)
-        _run([python, *args[:3], "-r", tests, "-c", pins, *_declared_without_torch(wheel)], check=True, env=_pip_env())
-    else:
-        _run([python, *args], check=True, env=_pip_env())
+        _run([python, *args[:3], "-r", tests, "-c", kept, *_declared_without_torch(wheel)], check=True, env=_pip_env())
     # a venv of an earlier run may hold a lectorch of the same version: this build replaces it
     _run([python, *args[:3], "--force-reinstall", "--no-deps", wheel], check=True, env=_pip_env())
     after = _torch_version(python)
     if after != before:
         raise SystemExit(f"installing the course changed torch {before} to {after}")
-    return not swapped
+    return within
 
 
 def _junit(path: pathlib.Path) -> list[tuple[str, str]]:
