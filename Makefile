@@ -33,7 +33,7 @@ LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
-.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book test unit execute lab student grading-bundle grade clean translations
+.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book test unit execute lab student grading-bundle grade clean translations torch-matrix
 help:
 	@echo "make book     build the HTML book into _build/html (creates $(VENV) on first use)"
 	@echo "make book EDITION=class  the class book (no solutions) into _build/class/html"
@@ -50,6 +50,7 @@ help:
 	@echo "make gpu-wheels  download the wheels make gpu-check installs on an offline GPU box ($(GPU_WHEELS)/)"
 	@echo "make gpu-check   the whole GPU validation (DRY_RUN=1: the same steps on a CPU); results in OUT=dir"
 	@echo "make gpu-rehearsal  the GPU box's run on a replica of the box (Python 3.12, torch 2.11), on this CPU"
+	@echo "make torch-matrix  the unit tests and every chapter on each torch release of the past year (RELEASE=2.15 for one, NEWEST=1: PyPI's newest)"
 	@echo "make clean    remove builds (keeps $(VENV))"
 
 install: $(STAMP)
@@ -92,6 +93,13 @@ gpu-wheels:
 # chapter included. Slow on a small CPU; not part of `make test`.
 gpu-rehearsal:
 	nice $(PYTHON) tools/gpu_rehearsal.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+
+# Each torch release of tools/torch_matrix.py's RELEASES in its own venv (cached outside the repository;
+# the first run downloads each torch, ~3 GB with its CUDA libraries): the course's wheel installed
+# beside it with its dependencies (torch kept), the unit tests and nbval over every chapter on the CPU;
+# writes benchmarks/torch-matrix.json and the README's table. Not part of `make test`.
+torch-matrix: $(STAMP)
+	nice $(BIN)/python tools/torch_matrix.py $(addprefix --release ,$(RELEASE)) $(if $(NEWEST),--newest)
 
 # On the GPU box its python3 (with a CUDA torch) runs the check, which installs the carried wheels
 # into .venv-gpu/ on PYTHONPATH. DRY_RUN=1 walks the same steps here with $(VENV)'s Python.

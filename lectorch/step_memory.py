@@ -48,7 +48,7 @@ class _Internals:
     from torch.multiprocessing.reductions import StorageWeakRef as WeakRef
     from torch.utils._python_dispatch import TorchDispatchMode as DispatchMode
 
-    CHECKED_ON = ("2.11.0", "2.13.0")  # 2.11.0: the GPU box, by `make gpu-rehearsal`
+    CHECKED_ON = ("2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0")  # each by `make torch-matrix`
 
     @staticmethod
     def storage_key(tensor: torch.Tensor) -> int:

@@ -5,8 +5,9 @@ package (plus torch and a kernel), from a folder holding nothing but the noteboo
 Nothing is installed twice (torch alone is a 1 GB copy): the venv sees this environment's torch,
 ipykernel and the dependencies lectorch's wheel *declares*, each with its own dependencies and
 nothing else, through a folder of links; pip then installs the lectorch wheel (with the lock,
-requirements.txt, as constraints, so it never resolves an unpinned torch) and finds every declared
-dependency satisfied. A dependency missing from pyproject.toml fails the chapter that imports it: the first chapter runs
+requirements.txt, as constraints for everything but torch) and finds every declared dependency
+satisfied: the torch already there is kept, as in a student's kernel whose torch lectorch's range
+admits (a dry run checks first that pip would install no torch). A dependency missing from pyproject.toml fails the chapter that imports it: the first chapter runs
 whole (the launch itself), and every module that lectorch or any chapter imports, wherever the
 import sits (inside a function too), is imported in the bare venv.
 """
@@ -20,12 +21,13 @@ import json
 import sys
 import sysconfig
 import time
-from importlib import metadata
 from pathlib import Path
 
 import nbformat
 import pytest
 from source_imports import imports, python_of_cell
+
+import lock
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ["00_napkin_math"]
@@ -114,15 +116,23 @@ def bare_kernel(tmp_path_factory):
                 (links / path.name).symlink_to(path)
     (site / "linked.pth").write_text(f"{links}\n")
 
-    # the lock as constraints, its torch pin the torch linked here: `make install` may have taken PyPI's
-    # build of the pinned version (2.13.0+cu130 for 2.13.0+cpu, tools/lock.py), which the pin refuses
+    # the lock as constraints, but not for torch: the torch already there (this environment's, linked)
+    # must be kept by pip because lectorch's range admits it, as in a student's kernel
     pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
-            if not line.lower().startswith("torch==")]
+            if not lock.TORCH_STACK.match(line)]
     constraints = tmp / "constraints.txt"
-    constraints.write_text("\n".join([*pins, f"torch=={metadata.version('torch')}"]) + "\n")
-    # this environment's pip installs into the bare venv (pip --python): no pip inside it to set up
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
-          "-c", str(constraints), str(wheel)])
+    constraints.write_text("\n".join(pins) + "\n")
+    where = "import torch; print(torch.__version__, torch.__file__)"
+    before = _run([str(python), "-c", where], cwd=tmp).stdout
+    # this environment's pip installs into the bare venv (pip --python): no pip inside it to set up;
+    # a dry run first, so that a torch pip would replace is reported, never downloaded
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
+               "-c", str(constraints), str(wheel)]
+    _run([*install[:6], "--dry-run", "--report", str(tmp / "report.json"), *install[6:]])
+    planned = [i["metadata"]["name"] for i in json.loads((tmp / "report.json").read_text())["install"]]
+    assert "torch" not in [name.lower() for name in planned], f"pip would replace the kernel's torch: {planned}"
+    _run(install)
+    assert _run([str(python), "-c", where], cwd=tmp).stdout == before, "installing lectorch changed torch"
     probe = _run([str(python), "-c", "import importlib.util as u; print([m for m in ('myst_nb', 'sphinx', "
                   "'jupyter_book', 'nbval') if u.find_spec(m)])"], cwd=tmp)
     assert probe.stdout.strip() == "[]", f"the bare venv has book tooling: {probe.stdout}"

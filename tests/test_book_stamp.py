@@ -31,6 +31,7 @@ def tree(tmp_path, monkeypatch):
     for name in build_book.INPUTS:
         source = ROOT / name
         if source.is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, tmp_path / name)
         else:
             shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -154,7 +154,8 @@ EDITIONS: dict[str, Edition] = {
 }
 
 #: Everything the builds read: a change to any file under these rebuilds.
-INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "tools", "vendor")
+INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "tools", "vendor",
+          "benchmarks/torch-matrix.json")  # the running page's table of tested torch releases
 SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "_traces"}  # _traces: exclude_patterns
 SKIPPED_SUFFIXES = (".pyc", ".mo")  # .mo: compiled from the .po by the build itself
 STAMP = ".lectorch-build.json"

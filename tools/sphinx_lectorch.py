@@ -66,13 +66,43 @@ def install_command(root: Path = ROOT) -> str:
     return f'pip install "lectorch @ git+{repository_url(root)}@v{lectorch_version(root)}"'
 
 
+def torch_range(root: Path = ROOT) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The torch releases lectorch supports, from ``pyproject.toml``: ``torch>=2.11,<2.16`` gives
+    ``((2, 11), (2, 16))``, the first minor release supported and the first one not."""
+    text = (root / "pyproject.toml").read_text()
+    m = re.search(r'"torch>=(\d+)\.(\d+),<(\d+)\.(\d+)"', text)
+    if m is None:
+        raise ValueError('pyproject.toml must state torch as one range of minor releases, "torch>=X.Y,<X.Z"')
+    a, b, c, d = map(int, m.groups())
+    return (a, b), (c, d)
+
+
 def install_cell_source(root: Path = ROOT) -> str:
-    """The first code cell of every chapter: install lectorch when it is not importable."""
+    """The first code cell of every chapter: install lectorch when it is not importable, keeping the
+    kernel's torch; a torch outside the supported range stops the cell with what to do, before pip
+    could replace it (a multi-GB download that may no longer match the kernel's torchvision)."""
+    (lo_major, lo_minor), (hi_major, hi_minor) = torch_range(root)
+    last = f"{hi_major}.{hi_minor - 1}" if hi_minor else None
+    if last is None:
+        raise ValueError("pyproject.toml's torch range must end below a minor release X.Y with Y > 0")
+    supported = f"{lo_major}.{lo_minor} to {last}"
     return (f"{INSTALL_MARKER}\n"
             "try:\n"
             "    import lectorch\n"
             "except ImportError:\n"
-            f"    %{install_command(root).replace('pip install', 'pip install -q', 1)}")
+            "    from importlib.metadata import PackageNotFoundError, version\n"
+            "    try:\n"
+            "        found = version(\"torch\")\n"
+            "    except PackageNotFoundError:\n"
+            "        found = None\n"
+            f"    if found and not ({lo_major}, {lo_minor}) <= tuple(map(int, found.split(\".\")[:2])) "
+            f"< ({hi_major}, {hi_minor}):\n"
+            "        raise RuntimeError(\n"
+            f"            f\"This kernel has torch {{found}}; the course supports torch {supported}\"\n"
+            "            \" (each tested). Install one of those, e.g. \"\n"
+            f"            \"%pip install torch=={last}.*, restart the kernel and run this cell again.\")\n"
+            "    keep = f\"torch=={found}\" if found else \"\"  # pip keeps this kernel's torch\n"
+            f"    %{install_command(root).replace('pip install', 'pip install -q', 1)} {{keep}}")
 
 MARKERS = ("# NBVAL_IGNORE_OUTPUT",)
 
@@ -430,6 +460,35 @@ class CloneDirective(Directive):
         return [block]
 
 
+class TorchMatrixDirective(Directive):
+    """``{lectorch-torch-matrix}``: the table of the torch releases the course is tested on, from the
+    committed result of `make torch-matrix` (``benchmarks/torch-matrix.json``). Its column titles
+    are translatable messages of the page; its cells are data (not extracted for translation)."""
+
+    has_content = False
+
+    def run(self):
+        import torch_matrix
+
+        source, line = self.state_machine.get_source_and_line(self.lineno)
+        rows = torch_matrix.table()
+        table = nodes.table(classes=["lectorch-torch-matrix"])
+        group = nodes.tgroup(cols=len(rows[0]))
+        table += group
+        group += [nodes.colspec(colwidth=1) for _ in rows[0]]
+        for part, part_rows in ((nodes.thead(), rows[:1]), (nodes.tbody(), rows[1:])):
+            for i, cells in enumerate(part_rows):
+                row = nodes.row()
+                for text in cells:
+                    para = nodes.paragraph(text, text)
+                    if isinstance(part, nodes.thead):  # a message of the page: running.po translates it
+                        para.source, para.line = source, line
+                    row += nodes.entry("", para)
+                part += row
+            group += part
+        return [table]
+
+
 def setup(app):
     _patch_myst_nb()
     app.add_js_file(None, body=MATHJAX2_ADAPTER, priority=100)
@@ -439,6 +498,7 @@ def setup(app):
     app.add_css_file("lectorch.css")
     app.add_directive("lectorch-install", InstallDirective)
     app.add_directive("lectorch-clone", CloneDirective)
+    app.add_directive("lectorch-torch-matrix", TorchMatrixDirective)
     app.add_post_transform(StaticProgressBars)
     app.connect("config-inited", _config_inited)
     app.connect("builder-inited", _write_live_data)
