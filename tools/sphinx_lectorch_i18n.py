@@ -33,6 +33,9 @@ from pathlib import Path
 from docutils import nodes
 from docutils.transforms import Transform
 from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+import plain_notebook  # same folder (tools/)
 
 HERE = Path(__file__).resolve().parent
 #: The other edition lives in this sub-folder of the English HTML output.
@@ -117,6 +120,17 @@ UI_CATALOG = "_ui"
 ROOT = HERE.parent
 PANEL_MIME = "application/vnd.lectorch.panel+json"
 CHECK_MIME = "application/vnd.lectorch.check+json"
+GPU_MARK_TITLE = "this cell needs a CUDA GPU to show what it teaches; on a CPU it says what a GPU would show"
+#: Text of the theme (sphinx-book-theme's buttons, jupyter-book's search box) and of Sphinx (the
+#: headings' link) that a zh_CN build shows in English, or in Taiwan's usage ("列印成 PDF"): the
+#: Chinese edition takes them from ``_ui.po`` (:func:`_override_theme_messages`).
+THEME_UI = ["Search this book...", "Repository", "Open issue", "Print to PDF", "Link to this heading",
+            "Link to this definition", "Link to this table", "Link to this image", "Link to this code",
+            "Launch interactive content", "Source repositories", "Color mode", "System Settings",
+            # the sidebar buttons' tooltips (book_templates/, through the theme's own template names)
+            "Toggle primary sidebar", "Toggle secondary sidebar",
+            # the Colab button's tooltip (tools/sphinx_lectorch.py)
+            "Open this page's notebook in Colab"]
 #: The fixed strings of tools/sphinx_lectorch.py and of the theme's configuration.
 FIXED_UI = [
     "Click to show", "Click to hide", "checker",
@@ -125,13 +139,18 @@ FIXED_UI = [
     "snapshot of a run on {device} — run the notebook to explore",
     "recorded on {machine}, {date}: the controls switch between the settings measured when the notebook ran; "
     "run the notebook to measure others on your machine",
-    # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
-    # collapses only outputs (the measurements of predict-then-measure exercises)
-    "Show code cell {type}", "Hide code cell {type}",
+    # myst-nb's prompts of a collapsed cell part, one whole sentence each (see _translate_cell_prompts)
+    *[f"{verb} code cell {part}" for part in ("source", "outputs", "output", "content") for verb in ("Show", "Hide")],
     # the accessible name of the number box beside a long slider (tools/sphinx_lectorch.py)
     "{label} (number)",
     # the theme's footer line (pydata-sphinx-theme has no zh_CN catalog): see _translate_configuration
     "© Copyright {copyright}.",
+    # the tooltip of a GPU cell's mark (tools/sphinx_lectorch.py)
+    GPU_MARK_TITLE,
+    # the reader's notebooks (tools/plain_notebook.py) and the page's line on how to work an exercise
+    *plain_notebook.MESSAGES,
+    # the theme's and Sphinx's text that their own zh_CN catalogs miss or word otherwise
+    *THEME_UI,
 ]
 
 
@@ -193,6 +212,27 @@ def control_labels(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
+#: the gettext context of the choices of a panel's drop-down that are words ("standard", "sgd",
+#: "(nothing)"); the others (dtypes, GPU names, code such as ".view(-1)") are shown as they are
+OPTION = "panel option"
+_WORD_OPTION = re.compile(r"\(?[a-z][a-z ]*\)?")
+
+
+def option_labels(root: Path = ROOT) -> list[str]:
+    """The word choices of the panels' drop-downs that the chapters' stored outputs carry
+    (translated in the context :data:`OPTION`), in order of first appearance, each once.
+
+    >>> "(nothing)" in option_labels() and "bf16" not in option_labels()
+    True
+    """
+    found = []
+    for output in _stored_outputs(root):
+        for control in output.get("metadata", {}).get(PANEL_MIME, {}).get("controls", []):
+            if control.get("kind") == "select":
+                found += [str(label) for label in control.get("labels", []) if _WORD_OPTION.fullmatch(str(label))]
+    return list(dict.fromkeys(found))
+
+
 _UI_CACHE: dict[str, dict[tuple[str | None, str], str]] = {}
 
 
@@ -219,7 +259,7 @@ def ui_gettext(language: str | None, root: Path = ROOT):
 
 
 def _translate_configuration(app, config) -> None:
-    """The site title, author, footer and "Click to show" of the Chinese edition."""
+    """The site title, author, footer and search box of the Chinese edition."""
     if not is_chinese(config.language):
         return
     _ = ui_gettext(config.language)
@@ -234,9 +274,57 @@ def _translate_configuration(app, config) -> None:
     config.html_theme_options = options
     config.html_context = {**(config.html_context or {}),
                            "lectorch_copyright": _("© Copyright {copyright}.").format(copyright=config.copyright)}
-    config.templates_path = list(config.templates_path or []) + [str(HERE / "book_templates")]
-    config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
-    config.nb_code_prompt_show, config.nb_code_prompt_hide = _("Show code cell {type}"), _("Hide code cell {type}")
+    # first: its sidebar buttons replace the theme's (their tooltips through the translator)
+    config.templates_path = [str(HERE / "book_templates")] + list(config.templates_path or [])
+    # jupyter-book's placeholder of the search box (a theme option, not a catalog message)
+    options["search_bar_text"] = _(options.get("search_bar_text") or "Search this book...")
+
+
+def _translate_toggle_hints(app, config) -> None:
+    """sphinx-togglebutton's "Click to show"/"Click to hide": it writes them into every page's
+    script at config-inited (priority 500), so they are set before that."""
+    if is_chinese(config.language):
+        _ = ui_gettext(config.language)
+        config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
+
+
+class TranslateCellPrompts(SphinxPostTransform):
+    """myst-nb's prompt of a collapsed cell part ("Show code cell source"): myst-nb puts the English
+    word of the part (source, outputs, content) into the configured sentence, so a translated
+    sentence got an English word or lost it. Each whole sentence is translated instead, after
+    myst-nb wrote it (HideInputCells, priority 199)."""
+
+    default_priority = 205
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if not is_chinese(self.config.language):
+            return
+        from myst_nb.sphinx_ import HideCodeCellNode
+
+        _ = ui_gettext(self.config.language)
+        for node in self.document.findall(HideCodeCellNode):
+            node["prompt_show"], node["prompt_hide"] = _(node["prompt_show"]), _(node["prompt_hide"])
+
+
+def _override_theme_messages(app) -> None:
+    """Sphinx's and the themes' own text (:data:`THEME_UI`) from ``_ui.po``: their zh_CN catalogs
+    lack some ("Link to this heading", "Color mode") and word one in Taiwan's usage. The entries
+    go into the translators themselves: the page templates hold the "sphinx" translator's
+    ``gettext`` from before this event, and the themes' Python code asks for it at each call."""
+    if not is_chinese(app.config.language):
+        return
+    from sphinx import locale
+
+    _ = ui_gettext(app.config.language)
+    table = {m: _(m) for m in THEME_UI if _(m) != m}
+    for key in (("general", "sphinx"), ("general", "booktheme")):
+        translator = locale.translators.get(key)
+        while translator is not None:  # the first catalog answers: put the entries there
+            if hasattr(translator, "_catalog"):
+                translator._catalog.update(table)
+                break
+            translator = getattr(translator, "_fallback", None)
 
 
 _RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
@@ -366,5 +454,8 @@ def setup(app):
     app.add_css_file("lectorch-i18n.css")
     app.connect("html-page-context", _language_switch)
     app.connect("config-inited", _translate_configuration, priority=900)
+    app.connect("config-inited", _translate_toggle_hints, priority=400)  # before sphinx-togglebutton (500)
+    app.connect("builder-inited", _override_theme_messages)
+    app.add_post_transform(TranslateCellPrompts)
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toc collector
     return {"parallel_read_safe": True, "parallel_write_safe": True}
