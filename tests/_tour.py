@@ -87,7 +87,8 @@ CHROME = """() => {
   const found = new Set();
   const add = (kind, text) => { text = (text || '').replace(/\\s+/g, ' ').trim(); if (text) found.add(kind + ': ' + text); };
   const attrs = ['title', 'aria-label', 'data-bs-title', 'placeholder', 'data-toggle-hint'];
-  for (const e of document.querySelectorAll(attrs.map(a => '[' + a + ']').join(', ')))
+  // (a <nav>'s aria-label names a landmark for screen readers, nothing to click: not counted)
+  for (const e of document.querySelectorAll(attrs.map(a => '[' + a + ']:not(nav)').join(', ')))
     for (const a of attrs) add(a, e.getAttribute(a));
   for (const e of document.querySelectorAll('button, summary, .dropdown-item, select option, .toggle-details__summary-text'))
     add('text', e.textContent);

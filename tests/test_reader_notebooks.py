@@ -116,3 +116,57 @@ def test_the_chinese_notebook_runs_from_the_top_like_its_english_twin(chapter, t
     debug = student.debug_exercises(chapter)
     assert all(r["status"] == "not implemented" or (r["exercise"] in debug and r["status"] in ("failed", "error"))
                for r in rows), rows
+
+
+def test_the_colab_button_opens_the_branch_the_book_is_published_on():
+    import yaml
+
+    branch = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["lectorch_pages_branch"]
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    assert [r for r in runs if re.search(rf"git push -f \S+ {re.escape(branch)}\s*$", r, re.M)], \
+        f"no workflow step publishes the book to {branch}, where the Colab buttons look"
+
+
+def _downloads(page: Path) -> list[Path]:
+    links = set(re.findall(r'href="([^"]+\.ipynb)"', page.read_text(encoding="utf-8")))
+    return [(page.parent / link).resolve() for link in links if not re.match(r"(https?:)?//", link)]
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("edition", ["book", "class"])
+def test_the_download_buttons_give_plain_notebooks_in_the_pages_language(book_edition, edition):
+    """Opened as plain nbformat (no MyST parser), every chapter's downloaded notebook shows no MyST,
+    says its language, has its stubs and check cells, and folds its solutions (self-study) or has
+    none (class); its prose is the page's language."""
+    book = book_edition(edition)
+    for folder, language in (("", "en"), ("zh", "zh_CN")):
+        for chapter in CHAPTERS:
+            page = book / folder / "chapters" / f"{chapter.stem}.html"
+            (target,) = _downloads(page)
+            nb = nbformat.read(target, as_version=4)
+            assert not plain_notebook.myst_left(nb), f"{target}: {plain_notebook.myst_left(nb)[:3]}"
+            assert nb.metadata["lectorch"]["language"] == language, target
+            assert [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])], target
+            assert _check_calls(nb) == _check_calls(nbformat.read(chapter, as_version=4))
+            folded = [c for c in nb.cells if "solution-folded" in c.metadata.get("tags", [])]
+            assert bool(folded) == (edition == "book"), target
+            prose = plain_notebook.visible_prose(nb)
+            assert bool(CJK.search(prose)) == (language == "zh_CN"), target
+
+
+@pytest.mark.book
+def test_the_colab_button_opens_the_pages_reader_notebook(built_book):
+    import sphinx_lectorch
+
+    repo = sphinx_lectorch.repository_url().removeprefix("https://github.com/")
+    for folder, language in (("", "en"), ("zh", "zh_CN")):
+        for chapter in CHAPTERS:
+            page = built_book / folder / "chapters" / f"{chapter.stem}.html"
+            html = page.read_text(encoding="utf-8")
+            colab = re.findall(r'href="https://colab\.research\.google\.com/github/([^"]+)"', html)
+            path = sphinx_lectorch.student_notebook_path(f"chapters/{chapter.stem}", language)
+            assert len(colab) == 1 and colab[0].startswith(f"{repo}/blob/") and colab[0].endswith(path), colab
+            assert (built_book / path).exists(), f"the Colab button of {page} opens {path}, not in the book"
+            (download,) = _downloads(page)
+            assert download == (built_book / path).resolve(), "Colab and the download button differ"

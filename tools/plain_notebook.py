@@ -358,3 +358,28 @@ def replace_downloads(html: Path, language: str, *, solutions: str) -> list[Path
         nbformat.write(nb, path)
         replaced.append(path)
     return replaced
+
+
+def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, int]]]:
+    """English words, all words and the commonest English words of the notebooks' visible prose,
+    counted as tools/reader_metrics.py counts the book's (names, acronyms and identifiers are not
+    English; a Chinese word is 1.65 characters)."""
+    import collections
+
+    from reader_metrics import english_share as share
+
+    english, words, counted = 0, 0.0, collections.Counter()
+    for path in notebooks:
+        found, total, which = share(visible_prose(nbformat.read(path, as_version=4)))
+        english, words = english + found, words + total
+        counted.update(which)
+    return english, words, counted.most_common(15)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["share"] or len(sys.argv) < 3:
+        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose)")
+    english, words, common = english_share([Path(p) for p in sys.argv[2:]])
+    print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")

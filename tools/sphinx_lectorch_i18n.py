@@ -125,12 +125,14 @@ GPU_MARK_TITLE = "this cell needs a CUDA GPU to show what it teaches; on a CPU i
 #: headings' link) that a zh_CN build shows in English, or in Taiwan's usage ("列印成 PDF"): the
 #: Chinese edition takes them from ``_ui.po`` (:func:`_override_theme_messages`).
 THEME_UI = ["Search this book...", "Repository", "Open issue", "Print to PDF", "Link to this heading",
-            "Link to this definition", "Link to this table", "Link to this image", "Link to this code",
+            "Link to this definition", "Link to this term", "Link to this table", "Link to this image", "Link to this code",
             "Launch interactive content", "Source repositories", "Color mode", "System Settings",
             # the sidebar buttons' tooltips (book_templates/, through the theme's own template names)
             "Toggle primary sidebar", "Toggle secondary sidebar",
             # the Colab button's tooltip (tools/sphinx_lectorch.py)
-            "Open this page's notebook in Colab"]
+            "Open this page's notebook in Colab",
+            # the accessible name of a folded cell's summary (myst-nb; see _visit_folded_cell)
+            "Toggle hidden content"]
 #: The fixed strings of tools/sphinx_lectorch.py and of the theme's configuration.
 FIXED_UI = [
     "Click to show", "Click to hide", "checker",
@@ -212,10 +214,14 @@ def control_labels(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
-#: the gettext context of the choices of a panel's drop-down that are words ("standard", "sgd",
-#: "(nothing)"); the others (dtypes, GPU names, code such as ".view(-1)") are shown as they are
+#: the gettext context of the choices of a panel's drop-down that hold words ("standard", "sgd",
+#: "(nothing)", "AdamW bf16 + fp32 master (16 B)"); the others (dtypes, GPU names, code such as
+#: ".view(-1)") are shown as they are
 OPTION = "panel option"
-_WORD_OPTION = re.compile(r"\(?[a-z][a-z ]*\)?")
+
+
+def _word_option(label: str) -> bool:
+    return not label.startswith((".", "+")) and bool(re.search(r"(?<![\w.])[a-z]{3,}(?![\w(])", label))
 
 
 def option_labels(root: Path = ROOT) -> list[str]:
@@ -229,7 +235,7 @@ def option_labels(root: Path = ROOT) -> list[str]:
     for output in _stored_outputs(root):
         for control in output.get("metadata", {}).get(PANEL_MIME, {}).get("controls", []):
             if control.get("kind") == "select":
-                found += [str(label) for label in control.get("labels", []) if _WORD_OPTION.fullmatch(str(label))]
+                found += [str(label) for label in control.get("labels", []) if _word_option(str(label))]
     return list(dict.fromkeys(found))
 
 
@@ -286,6 +292,26 @@ def _translate_toggle_hints(app, config) -> None:
     if is_chinese(config.language):
         _ = ui_gettext(config.language)
         config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
+
+
+def _visit_folded_cell(self, node) -> None:
+    """myst-nb's ``visit_HideCellInput`` with the summary's accessible name in the page's language
+    (myst-nb writes "Toggle hidden content" into the HTML)."""
+    from html import escape
+
+    label = escape(ui_gettext(self.config.language)("Toggle hidden content"))
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n')
+    self.body.append(f'<summary aria-label="{label}">\n')
+    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def _translate_folded_cells(app) -> None:
+    if is_chinese(app.config.language):
+        from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+        app.add_node(HideCodeCellNode, override=True, html=(_visit_folded_cell, depart_HideCellInput))
 
 
 class TranslateCellPrompts(SphinxPostTransform):
@@ -440,6 +466,39 @@ def _language_switch(app, pagename, templatename, context, doctree) -> None:
     context["metatags"] = context.get("metatags", "") + f'\n<link rel="alternate" hreflang="{lang}" href="{href}">'
 
 
+_CJK_WORD = re.compile(r"[\u4e00-\u9fff]{2,}")
+
+
+def search_words(root: Path = ROOT) -> list[str]:
+    """The Chinese words the zh search index keeps whole: the glossary's terms, and the first
+    characters (three or more) that one term shares with the start or end of another ("优化器",
+    which jieba's own dictionary lacks, from 优化器状态 and 自适应矩估计优化器). jieba cut "优化器"
+    into "优化" + "器" in the pages and dropped the "器", so the query 优化器 found titles only.
+
+    >>> "优化器" in search_words() and "优化器状态" in search_words()
+    True
+    """
+    glossary = (root / "chapters" / "reference" / "glossary.md").read_text(encoding="utf-8")
+    terms = {w for line in re.findall(r"^\S.*? · (.+)$", glossary, re.M) for w in _CJK_WORD.findall(line)}
+    heads = [w[:k] for w in terms for k in range(3, len(w))]
+    ends = {w[-k:] for w in terms for k in range(3, len(w))}
+    shared = {h for h in heads if heads.count(h) > 1 or h in ends}
+    return sorted(terms | shared)
+
+
+def _search_in_chinese(app, config) -> None:
+    """The zh search: the index keeps :func:`search_words` whole (a jieba user dictionary, Sphinx's
+    ``html_search_options["dict"]``), and the page splits a query into the index's own terms
+    (``i18n_static/lectorch-search-zh.js``) instead of looking the whole run of characters up."""
+    if not is_chinese(config.language):
+        return
+    words = Path(app.doctreedir) / "lectorch-search-words.txt"
+    words.parent.mkdir(parents=True, exist_ok=True)
+    words.write_text("".join(f"{w}\n" for w in search_words()), encoding="utf-8")
+    config.html_search_options = {**(config.html_search_options or {}), "dict": str(words)}
+    app.add_js_file("lectorch-search-zh.js", defer="defer")
+
+
 def _add_static(app) -> None:
     static = str(HERE / "i18n_static")
     if static not in app.config.html_static_path:
@@ -456,6 +515,8 @@ def setup(app):
     app.connect("config-inited", _translate_configuration, priority=900)
     app.connect("config-inited", _translate_toggle_hints, priority=400)  # before sphinx-togglebutton (500)
     app.connect("builder-inited", _override_theme_messages)
+    app.connect("config-inited", _search_in_chinese)
+    app.connect("builder-inited", _translate_folded_cells)
     app.add_post_transform(TranslateCellPrompts)
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toc collector
     return {"parallel_read_safe": True, "parallel_write_safe": True}
