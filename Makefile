@@ -41,7 +41,7 @@ help:
 	@echo "make unit     the fast loop: ruff and lectorch's unit tests (no book, browser or notebook runs)"
 	@echo "make execute  re-execute chapters in place (NB=chapters/05_flops_mfu.ipynb for one)"
 	@echo "make lab      JupyterLab on the chapters (e.g. on a GPU box, through an SSH tunnel)"
-	@echo "make student  write the student edition (solutions replaced by stubs) into student/"
+	@echo "make student  write the student edition (solutions replaced by stubs) into student/ (中文: student/zh; LANGUAGE=zh_CN for one)"
 	@echo "make grading-bundle  the instructor's hidden cases and answers (GRADING_SEED=secret) into $(GRADING_BUNDLE)"
 	@echo "make grade SUBMISSIONS=dir [JOBS=n]  grade completed notebooks, each in a sandbox (table + grades.json, grades.jsonl)"
 	@echo "make translations  re-extract the English messages into the zh_CN catalogs (locales/)"
@@ -174,8 +174,9 @@ $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
 	@touch $@
 
+# LANGUAGE=zh_CN (or en) for one language; by default English into student/, 中文 into student/zh
 student: $(STAMP)
-	$(BIN)/python tools/student_edition.py student
+	$(BIN)/python tools/student_edition.py student $(if $(LANGUAGE),--language $(LANGUAGE))
 
 GRADING_BUNDLE ?= grading-bundle/bundle.pt
 grading-bundle: $(STAMP)

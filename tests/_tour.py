@@ -80,6 +80,21 @@ SOLUTIONS = """async () => {
   return {count: solutions.length, hidden: before.map(b => !b), opened: bodies.map(b => !!b && shown(b))};
 }"""
 
+#: JavaScript: the page's text a reader can click or hover, with where it came from: tooltips,
+#: accessible names, the search box's placeholder, the toggle hints, buttons, drop-down items and
+#: choices, and the prompts of folded parts (collected on both editions; the zh one must not be English).
+CHROME = """() => {
+  const found = new Set();
+  const add = (kind, text) => { text = (text || '').replace(/\\s+/g, ' ').trim(); if (text) found.add(kind + ': ' + text); };
+  const attrs = ['title', 'aria-label', 'data-bs-title', 'placeholder', 'data-toggle-hint'];
+  // (a <nav>'s aria-label names a landmark for screen readers, nothing to click: not counted)
+  for (const e of document.querySelectorAll(attrs.map(a => '[' + a + ']:not(nav)').join(', ')))
+    for (const a of attrs) add(a, e.getAttribute(a));
+  for (const e of document.querySelectorAll('button, summary, .dropdown-item, select option, .toggle-details__summary-text'))
+    add('text', e.textContent);
+  return Array.from(found);
+}"""
+
 ALL_READY = """() => Array.from(document.querySelectorAll('.lectorch-panel[data-live], .lectorch-panel[data-recorded]'))
   .every(p => p.classList.contains('lp-ready'))"""
 
@@ -140,6 +155,7 @@ def visit_chapter(page, watcher: Watcher, base: str, book: Path, path: str) -> d
     facts["phone_width"] = page.evaluate("() => document.documentElement.scrollWidth")
     page.set_viewport_size(DESKTOP)
     facts["solutions"] = page.evaluate(SOLUTIONS)
+    facts["chrome"] = page.evaluate(CHROME)  # after the clicks: the hints of opened solutions too
     return {**facts, **seen}
 
 

@@ -200,3 +200,81 @@ def test_wide_sliders_have_a_number_box_that_reaches_every_value(browser, base, 
         assert panel.locator("[data-control='rows']").input_value() == "49152"
     finally:
         context.close()
+
+
+#: Latin text that is not English prose: names, units, code and file kinds a Chinese page keeps.
+NOT_ENGLISH = re.compile(
+    r"\b(GPU|CPU|CUDA|Colab|PDF|GitHub|PyTorch|lectorch|LeCun|Xavier|Kaiming|Glorot|SGD|AdaGrad|RMSProp|"
+    r"AdamW?|MFU|FLOPs?|HBM|dtype|einsum|einops|ipynb|pdf)\b|\.[a-z_]+\(.*?\)|[A-Za-z_]*\d[\w.]*|[A-Z]{2,}")
+#: The language switch's own label and tooltip are English on purpose (they lead to the English page).
+LANGUAGE_SWITCH = {"text: English", "title: Read this page in English"}
+
+
+def english_chrome(chrome: list[str]) -> list[str]:
+    """The entries of _tour.CHROME ("kind: text") that are English: no Chinese, and an English word
+    of three letters or more once names, code and units are left out.
+
+    >>> english_chrome(["title: 链接到此标题", "placeholder: Search this book...", "aria-label: dtype"])
+    ['placeholder: Search this book...']
+    """
+    found = []
+    for entry in chrome:
+        text = entry.split(": ", 1)[1]
+        if entry in LANGUAGE_SWITCH or re.search(r"[\u3400-\u9fff\uff08-\uff1b]", text):
+            continue
+        if re.search(r"[A-Za-z]{3,}", NOT_ENGLISH.sub(" ", text)):
+            found.append(entry)
+    return found
+
+
+def test_no_chinese_page_shows_english_chrome(chapter_tour):
+    """What a reader clicks or hovers on a zh chapter page (tooltips, the search box, the solutions'
+    toggle hints, the folded cells' prompts, buttons, the panels' choices) is Chinese."""
+    english = {}
+    for path, facts in chapter_tour("zh/").items():
+        if english_chrome(facts["chrome"]):
+            english[path] = english_chrome(facts["chrome"])
+    assert not english, "English chrome on zh pages:\n" + "\n".join(f"{p}: {e}" for p, e in english.items())
+
+
+def test_the_chinese_search_finds_every_page_with_the_term(browser, base, book):
+    """优化器 is cut 优化 + 器 by the index's segmenter: the query is split into the index's terms."""
+    term = "优化器"
+
+    def article(path: Path) -> str:
+        found = re.search(r"<article.*?</article>", path.read_text(encoding="utf-8"), re.S)
+        return re.sub(r"<[^>]+>", "", found.group(0)) if found else ""
+
+    pages = sorted(p.relative_to(book / "zh").as_posix() for p in (book / "zh").rglob("*.html")
+                   if p.name not in ("search.html", "genindex.html") and term in article(p))
+    assert len(pages) >= 5, pages
+    context, page = _open(browser, base, f"zh/search.html?q={term}", DESKTOP)
+    try:
+        page.wait_for_function("() => document.querySelectorAll('#search-results li').length > 0"
+                               " && !document.querySelector('#search-progress')?.innerText.includes('…')",
+                               timeout=20000)
+        page.wait_for_timeout(500)
+        found = {re.sub(r"[?#].*", "", href) for href in page.eval_on_selector_all(
+            "#search-results li a", "links => links.map(a => a.getAttribute('href'))")}
+    finally:
+        context.close()
+    missing = [p for p in pages if p not in found]
+    assert not missing, f"the zh search for {term} misses {len(missing)} of {len(pages)} pages: {missing}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_on_a_phone_the_contents_close_after_a_jump(browser, base, edition):
+    context, page = _open(browser, base, f"{edition}chapters/05_flops_mfu.html", PHONE, touch=True)
+    try:
+        _visible(page, ".secondary-toggle").tap()
+        page.wait_for_timeout(400)
+        assert page.evaluate("() => document.getElementById('pst-secondary-sidebar-modal').open")
+        link = page.locator("#pst-secondary-sidebar-modal nav.page-toc a").nth(2)
+        target = link.get_attribute("href")
+        link.tap()
+        page.wait_for_timeout(400)
+        assert not page.evaluate("() => document.getElementById('pst-secondary-sidebar-modal').open"), \
+            "the page's contents stay open over the section after a tap on it"
+        assert page.evaluate("() => location.hash") == target
+    finally:
+        context.close()

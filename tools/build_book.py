@@ -101,8 +101,13 @@ def build_reader_book(output: Path, execute: str = "off") -> list[subprocess.Com
             chinese = pool.submit(build, work / "zh", language=i18n.LANGUAGE, execute=execute, strict=False)
             procs = [english.result(), chinese.result()]
         if all(p.returncode == 0 for p in procs):
+            import plain_notebook
+
             html = work / "en" / "_build" / "html"
             (work / "zh" / "_build" / "html").rename(html / "zh")
+            # the download buttons give the notebook a reader works in, in the page's language
+            plain_notebook.replace_downloads(html, "en", solutions="fold")
+            plain_notebook.replace_downloads(html / "zh", i18n.LANGUAGE, solutions="fold")
             _replace(output, html)
         return procs
     finally:

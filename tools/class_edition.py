@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402
 import i18n  # noqa: E402
+import plain_notebook  # noqa: E402
 import student_edition  # noqa: E402
 
 OUTPUT = ROOT / "_build" / "class" / "html"
@@ -78,6 +79,10 @@ def build(output: Path = OUTPUT) -> list[subprocess.CompletedProcess]:
             chinese = pool.submit(build_book.build, Path(tmp) / "zh", source=source, language=i18n.LANGUAGE)
             english, chinese = english.result(), chinese.result()
         if english.returncode == 0 and chinese.returncode == 0:
+            # the download buttons give the class's notebooks: stubs, no solution, plain Markdown,
+            # in the page's language
+            plain_notebook.replace_downloads(Path(tmp) / "en" / "_build" / "html", "en", solutions="drop")
+            plain_notebook.replace_downloads(Path(tmp) / "zh" / "_build" / "html", i18n.LANGUAGE, solutions="drop")
             if output.exists():
                 shutil.rmtree(output)
             shutil.copytree(Path(tmp) / "en" / "_build" / "html", output)

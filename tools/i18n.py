@@ -57,6 +57,8 @@ def write_ui_template(pot: Path) -> Path:
         catalog.add(message)
     for label in sphinx_lectorch_i18n.control_labels():
         catalog.add(label, context=sphinx_lectorch_i18n.CONTROL)
+    for label in sphinx_lectorch_i18n.option_labels():
+        catalog.add(label, context=sphinx_lectorch_i18n.OPTION)
     path = pot / f"{sphinx_lectorch_i18n.UI_CATALOG}.pot"
     with open(path, "wb") as f:
         write_po(f, catalog, width=0)

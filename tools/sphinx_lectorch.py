@@ -190,7 +190,7 @@ def _widget_state(source: str) -> dict:
 
 
 def _control_html(spec: dict, disabled: bool, _=lambda text, context=None: text) -> str:
-    from sphinx_lectorch_i18n import CONTROL  # the other local extension, same folder
+    from sphinx_lectorch_i18n import CONTROL, OPTION  # the other local extension, same folder
 
     name, kind, label = spec["name"], spec["kind"], html.escape(_(spec["label"], CONTROL))
     attrs = f'data-control="{html.escape(name)}" aria-label="{label}"'
@@ -199,8 +199,8 @@ def _control_html(spec: dict, disabled: bool, _=lambda text, context=None: text)
     if kind in ("selection-slider", "select"):
         index = spec.get("index") or 0
         if kind == "select":
-            options = "".join(f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(str(lab))}</option>'
-                              for i, lab in enumerate(spec["labels"]))
+            options = "".join(f'<option value="{i}"{" selected" if i == index else ""}>'
+                              f'{html.escape(_(str(lab), OPTION))}</option>' for i, lab in enumerate(spec["labels"]))
             widget = f"<select {attrs}>{options}</select>"
         else:
             widget = f'<input type="range" min="0" max="{len(spec["values"]) - 1}" step="1" value="{index}" {attrs}>'
@@ -408,15 +408,76 @@ def _drop_unused_widget_manager(app, pagename, templatename, context, doctree) -
         context["script_files"] = [a for a in context["script_files"] if keep(a)]
 
 
-GPU_MARK = ('<span class="lectorch-gpu-mark" title="this cell needs a CUDA GPU to show what it teaches; '
-            'on a CPU it says what a GPU would show">GPU</span>')
+def gpu_mark(language: str | None = None) -> str:
+    """The mark of a GPU cell, its tooltip in the page's language (``_ui.po``)."""
+    from sphinx_lectorch_i18n import GPU_MARK_TITLE, ui_gettext  # the other local extension, same folder
+
+    title = html.escape(ui_gettext(language)(GPU_MARK_TITLE))
+    return f'<span class="lectorch-gpu-mark" title="{title}">GPU</span>'
 
 
 def _mark_gpu_cells(app, doctree) -> None:
     """Cells tagged ``gpu`` get the visible mark that the GPU admonition promises."""
+    mark = gpu_mark(app.config.language)
     for cell in list(doctree.findall(nodes.container)):
         if "tag_gpu" in cell.get("classes", []):
-            cell.insert(0, nodes.raw("", GPU_MARK, format="html"))
+            cell.insert(0, nodes.raw("", mark, format="html"))
+
+
+def _exercise_hint(app, doctree) -> None:
+    """One line above a page's first exercise: how a self-study reader (or a class) works it."""
+    if app.builder.format != "html":  # not a message of the pages' catalogs: it comes from _ui.po
+        return
+    from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node
+
+    import plain_notebook  # same folder
+    from sphinx_lectorch_i18n import ui_gettext
+
+    first = next(iter(doctree.findall(lambda n: isinstance(n, (exercise_node, exercise_enumerable_node)))), None)
+    if first is None or first.parent is None:
+        return
+    text = ui_gettext(app.config.language)(plain_notebook.CLASS_PAGE_HINT if app.tags.has("class")
+                                           else plain_notebook.PAGE_HINT)
+    hint = nodes.paragraph("", "", nodes.emphasis(text, text), classes=["lectorch-exercise-hint"])
+    first.parent.insert(first.parent.index(first), hint)
+
+
+def student_notebook_path(pagename: str, language: str | None) -> str:
+    """Where the published book keeps a page's reader notebook (the one its download button gives):
+    ``_sources/<page>.ipynb`` of its edition's folder.
+
+    >>> student_notebook_path("chapters/03_strides_views", "zh_CN")
+    'zh/_sources/chapters/03_strides_views.ipynb'
+    """
+    from sphinx_lectorch_i18n import ZH_FOLDER, is_chinese
+
+    return f"{ZH_FOLDER + '/' if is_chinese(language) else ''}_sources/{pagename}.ipynb"
+
+
+def _launch_reader_notebook(app, pagename, templatename, context, doctree) -> None:
+    """The Colab button opens the page's reader notebook (stubs, plain Markdown, the page's
+    language) from the branch the book is published on, not the chapter with its solutions."""
+    branch = app.config.lectorch_pages_branch
+    if not branch:
+        return
+    from sphinx_lectorch_i18n import ui_gettext  # the other local extension, same folder
+
+    _ = ui_gettext(app.config.language)
+    path = repository_url().removeprefix("https://github.com/")
+    target = f"/github/{path}/blob/{branch}/{student_notebook_path(pagename, app.config.language)}"
+
+    def visit(item) -> None:
+        if isinstance(item, dict):
+            if item.get("text") == "Colab" and "/github/" in str(item.get("url", "")):
+                item["url"] = item["url"].split("/github/")[0] + target
+                item["tooltip"] = _("Open this page's notebook in Colab")
+            for value in item.values():
+                visit(value)
+        elif isinstance(item, list):
+            for value in item:
+                visit(value)
+
+    visit(context.get("header_buttons", []))
 
 
 def chapter_number(docname: str) -> int | None:
@@ -504,7 +565,11 @@ def setup(app):
     app.connect("builder-inited", _write_live_data)
     app.connect("doctree-read", _hide_test_markers)
     app.connect("doctree-read", _mark_gpu_cells)
+    app.connect("doctree-read", _exercise_hint)
     app.connect("env-get-updated", _number_per_chapter, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _launch_reader_notebook, priority=600)  # after the theme's buttons (501)
+    # the branch the built book is published on (_config.yml): Colab opens the reader notebooks there
+    app.add_config_value("lectorch_pages_branch", "", "html")
     app.connect("html-page-context", _drop_unused_widget_manager, priority=901)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

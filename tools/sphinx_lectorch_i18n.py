@@ -33,6 +33,9 @@ from pathlib import Path
 from docutils import nodes
 from docutils.transforms import Transform
 from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+import plain_notebook  # same folder (tools/)
 
 HERE = Path(__file__).resolve().parent
 #: The other edition lives in this sub-folder of the English HTML output.
@@ -117,6 +120,19 @@ UI_CATALOG = "_ui"
 ROOT = HERE.parent
 PANEL_MIME = "application/vnd.lectorch.panel+json"
 CHECK_MIME = "application/vnd.lectorch.check+json"
+GPU_MARK_TITLE = "this cell needs a CUDA GPU to show what it teaches; on a CPU it says what a GPU would show"
+#: Text of the theme (sphinx-book-theme's buttons, jupyter-book's search box) and of Sphinx (the
+#: headings' link) that a zh_CN build shows in English, or in Taiwan's usage ("列印成 PDF"): the
+#: Chinese edition takes them from ``_ui.po`` (:func:`_override_theme_messages`).
+THEME_UI = ["Search this book...", "Repository", "Open issue", "Print to PDF", "Link to this heading",
+            "Link to this definition", "Link to this term", "Link to this table", "Link to this image", "Link to this code",
+            "Launch interactive content", "Source repositories", "Color mode", "System Settings",
+            # the sidebar buttons' tooltips (book_templates/, through the theme's own template names)
+            "Toggle primary sidebar", "Toggle secondary sidebar",
+            # the Colab button's tooltip (tools/sphinx_lectorch.py)
+            "Open this page's notebook in Colab",
+            # the accessible name of a folded cell's summary (myst-nb; see _visit_folded_cell)
+            "Toggle hidden content"]
 #: The fixed strings of tools/sphinx_lectorch.py and of the theme's configuration.
 FIXED_UI = [
     "Click to show", "Click to hide", "checker",
@@ -125,13 +141,18 @@ FIXED_UI = [
     "snapshot of a run on {device} — run the notebook to explore",
     "recorded on {machine}, {date}: the controls switch between the settings measured when the notebook ran; "
     "run the notebook to measure others on your machine",
-    # myst-nb's prompts of a collapsed cell part ({type}: source, outputs or content); the book
-    # collapses only outputs (the measurements of predict-then-measure exercises)
-    "Show code cell {type}", "Hide code cell {type}",
+    # myst-nb's prompts of a collapsed cell part, one whole sentence each (see _translate_cell_prompts)
+    *[f"{verb} code cell {part}" for part in ("source", "outputs", "output", "content") for verb in ("Show", "Hide")],
     # the accessible name of the number box beside a long slider (tools/sphinx_lectorch.py)
     "{label} (number)",
     # the theme's footer line (pydata-sphinx-theme has no zh_CN catalog): see _translate_configuration
     "© Copyright {copyright}.",
+    # the tooltip of a GPU cell's mark (tools/sphinx_lectorch.py)
+    GPU_MARK_TITLE,
+    # the reader's notebooks (tools/plain_notebook.py) and the page's line on how to work an exercise
+    *plain_notebook.MESSAGES,
+    # the theme's and Sphinx's text that their own zh_CN catalogs miss or word otherwise
+    *THEME_UI,
 ]
 
 
@@ -193,6 +214,31 @@ def control_labels(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
+#: the gettext context of the choices of a panel's drop-down that hold words ("standard", "sgd",
+#: "(nothing)", "AdamW bf16 + fp32 master (16 B)"); the others (dtypes, GPU names, code such as
+#: ".view(-1)") are shown as they are
+OPTION = "panel option"
+
+
+def _word_option(label: str) -> bool:
+    return not label.startswith((".", "+")) and bool(re.search(r"(?<![\w.])[a-z]{3,}(?![\w(])", label))
+
+
+def option_labels(root: Path = ROOT) -> list[str]:
+    """The word choices of the panels' drop-downs that the chapters' stored outputs carry
+    (translated in the context :data:`OPTION`), in order of first appearance, each once.
+
+    >>> "(nothing)" in option_labels() and "bf16" not in option_labels()
+    True
+    """
+    found = []
+    for output in _stored_outputs(root):
+        for control in output.get("metadata", {}).get(PANEL_MIME, {}).get("controls", []):
+            if control.get("kind") == "select":
+                found += [str(label) for label in control.get("labels", []) if _word_option(str(label))]
+    return list(dict.fromkeys(found))
+
+
 _UI_CACHE: dict[str, dict[tuple[str | None, str], str]] = {}
 
 
@@ -219,7 +265,7 @@ def ui_gettext(language: str | None, root: Path = ROOT):
 
 
 def _translate_configuration(app, config) -> None:
-    """The site title, author, footer and "Click to show" of the Chinese edition."""
+    """The site title, author, footer and search box of the Chinese edition."""
     if not is_chinese(config.language):
         return
     _ = ui_gettext(config.language)
@@ -234,9 +280,77 @@ def _translate_configuration(app, config) -> None:
     config.html_theme_options = options
     config.html_context = {**(config.html_context or {}),
                            "lectorch_copyright": _("© Copyright {copyright}.").format(copyright=config.copyright)}
-    config.templates_path = list(config.templates_path or []) + [str(HERE / "book_templates")]
-    config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
-    config.nb_code_prompt_show, config.nb_code_prompt_hide = _("Show code cell {type}"), _("Hide code cell {type}")
+    # first: its sidebar buttons replace the theme's (their tooltips through the translator)
+    config.templates_path = [str(HERE / "book_templates")] + list(config.templates_path or [])
+    # jupyter-book's placeholder of the search box (a theme option, not a catalog message)
+    options["search_bar_text"] = _(options.get("search_bar_text") or "Search this book...")
+
+
+def _translate_toggle_hints(app, config) -> None:
+    """sphinx-togglebutton's "Click to show"/"Click to hide": it writes them into every page's
+    script at config-inited (priority 500), so they are set before that."""
+    if is_chinese(config.language):
+        _ = ui_gettext(config.language)
+        config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
+
+
+def _visit_folded_cell(self, node) -> None:
+    """myst-nb's ``visit_HideCellInput`` with the summary's accessible name in the page's language
+    (myst-nb writes "Toggle hidden content" into the HTML)."""
+    from html import escape
+
+    label = escape(ui_gettext(self.config.language)("Toggle hidden content"))
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n')
+    self.body.append(f'<summary aria-label="{label}">\n')
+    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def _translate_folded_cells(app) -> None:
+    if is_chinese(app.config.language):
+        from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+        app.add_node(HideCodeCellNode, override=True, html=(_visit_folded_cell, depart_HideCellInput))
+
+
+class TranslateCellPrompts(SphinxPostTransform):
+    """myst-nb's prompt of a collapsed cell part ("Show code cell source"): myst-nb puts the English
+    word of the part (source, outputs, content) into the configured sentence, so a translated
+    sentence got an English word or lost it. Each whole sentence is translated instead, after
+    myst-nb wrote it (HideInputCells, priority 199)."""
+
+    default_priority = 205
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if not is_chinese(self.config.language):
+            return
+        from myst_nb.sphinx_ import HideCodeCellNode
+
+        _ = ui_gettext(self.config.language)
+        for node in self.document.findall(HideCodeCellNode):
+            node["prompt_show"], node["prompt_hide"] = _(node["prompt_show"]), _(node["prompt_hide"])
+
+
+def _override_theme_messages(app) -> None:
+    """Sphinx's and the themes' own text (:data:`THEME_UI`) from ``_ui.po``: their zh_CN catalogs
+    lack some ("Link to this heading", "Color mode") and word one in Taiwan's usage. The entries
+    go into the translators themselves: the page templates hold the "sphinx" translator's
+    ``gettext`` from before this event, and the themes' Python code asks for it at each call."""
+    if not is_chinese(app.config.language):
+        return
+    from sphinx import locale
+
+    _ = ui_gettext(app.config.language)
+    table = {m: _(m) for m in THEME_UI if _(m) != m}
+    for key in (("general", "sphinx"), ("general", "booktheme")):
+        translator = locale.translators.get(key)
+        while translator is not None:  # the first catalog answers: put the entries there
+            if hasattr(translator, "_catalog"):
+                translator._catalog.update(table)
+                break
+            translator = getattr(translator, "_fallback", None)
 
 
 _RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
@@ -352,6 +466,39 @@ def _language_switch(app, pagename, templatename, context, doctree) -> None:
     context["metatags"] = context.get("metatags", "") + f'\n<link rel="alternate" hreflang="{lang}" href="{href}">'
 
 
+_CJK_WORD = re.compile(r"[\u4e00-\u9fff]{2,}")
+
+
+def search_words(root: Path = ROOT) -> list[str]:
+    """The Chinese words the zh search index keeps whole: the glossary's terms, and the first
+    characters (three or more) that one term shares with the start or end of another ("优化器",
+    which jieba's own dictionary lacks, from 优化器状态 and 自适应矩估计优化器). jieba cut "优化器"
+    into "优化" + "器" in the pages and dropped the "器", so the query 优化器 found titles only.
+
+    >>> "优化器" in search_words() and "优化器状态" in search_words()
+    True
+    """
+    glossary = (root / "chapters" / "reference" / "glossary.md").read_text(encoding="utf-8")
+    terms = {w for line in re.findall(r"^\S.*? · (.+)$", glossary, re.M) for w in _CJK_WORD.findall(line)}
+    heads = [w[:k] for w in terms for k in range(3, len(w))]
+    ends = {w[-k:] for w in terms for k in range(3, len(w))}
+    shared = {h for h in heads if heads.count(h) > 1 or h in ends}
+    return sorted(terms | shared)
+
+
+def _search_in_chinese(app, config) -> None:
+    """The zh search: the index keeps :func:`search_words` whole (a jieba user dictionary, Sphinx's
+    ``html_search_options["dict"]``), and the page splits a query into the index's own terms
+    (``i18n_static/lectorch-search-zh.js``) instead of looking the whole run of characters up."""
+    if not is_chinese(config.language):
+        return
+    words = Path(app.doctreedir) / "lectorch-search-words.txt"
+    words.parent.mkdir(parents=True, exist_ok=True)
+    words.write_text("".join(f"{w}\n" for w in search_words()), encoding="utf-8")
+    config.html_search_options = {**(config.html_search_options or {}), "dict": str(words)}
+    app.add_js_file("lectorch-search-zh.js", defer="defer")
+
+
 def _add_static(app) -> None:
     static = str(HERE / "i18n_static")
     if static not in app.config.html_static_path:
@@ -366,5 +513,10 @@ def setup(app):
     app.add_css_file("lectorch-i18n.css")
     app.connect("html-page-context", _language_switch)
     app.connect("config-inited", _translate_configuration, priority=900)
+    app.connect("config-inited", _translate_toggle_hints, priority=400)  # before sphinx-togglebutton (500)
+    app.connect("builder-inited", _override_theme_messages)
+    app.connect("config-inited", _search_in_chinese)
+    app.connect("builder-inited", _translate_folded_cells)
+    app.add_post_transform(TranslateCellPrompts)
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toc collector
     return {"parallel_read_safe": True, "parallel_write_safe": True}

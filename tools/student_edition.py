@@ -1,12 +1,14 @@
 """Write the student edition: every chapter with each exercise's solution replaced by its stub.
 
-    python tools/student_edition.py [OUTPUT_DIR]      # default: student/
+    python tools/student_edition.py [OUTPUT_DIR]      # default: student/ (English), student/zh (中文)
+    python tools/student_edition.py --language zh_CN  # one language
 
 A solution is a code cell tagged ``solution`` whose metadata ``lectorch.stub`` holds the student's
 version (same names, body ``...`` or ``raise NotImplementedError``). The markdown cells that open
 and close the hidden solution (``{solution-start}`` / ``{solution-end}``) are dropped, outputs are
 cleared, and the checker cells are kept, so a student runs a cell and sees "not implemented yet"
-until the exercise is done.
+until the exercise is done. The edition's notebooks are the reader's notebooks without solutions
+(tools/plain_notebook.py): plain Jupyter Markdown, in English and 中文.
 
 The edition holds only notebooks and their includes: never the instructor's ``grading/`` folder
 (hidden cases, plain expected values) nor a grading bundle; writing it over either is refused.
@@ -15,8 +17,6 @@ The edition holds only notebooks and their includes: never the instructor's ``gr
 from __future__ import annotations
 
 import ast
-import shutil
-import sys
 from pathlib import Path
 
 import nbformat
@@ -103,23 +103,33 @@ def _check_output(output: Path) -> None:
         raise ValueError(f"{output} already holds grading material ({leftovers[0]}): remove it first")
 
 
-def write_student_edition(output: Path) -> list[Path]:
-    """Write every chapter's student notebook (and the files they include) into ``output``."""
+#: The languages of the edition and their folders under its output (as the book: English at the top)
+LANGUAGES = {"en": "", "zh_CN": "zh"}
+
+
+def write_student_edition(output: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -> list[Path]:
+    """Write every chapter's student notebook into ``output`` (English) and ``output/zh`` (中文):
+    plain Jupyter Markdown in that language, stubs, no solution (tools/plain_notebook.py)."""
+    import plain_notebook
+
     output = Path(output)
     _check_output(output)
-    output.mkdir(parents=True, exist_ok=True)
+    unknown = [lang for lang in languages if lang not in LANGUAGES]
+    if unknown:
+        raise ValueError(f"languages={unknown}: use {' or '.join(LANGUAGES)}")
     written = []
-    for path in sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        target = output / path.name
-        nbformat.write(student_notebook(nb, path.name), target)
-        written.append(target)
-    for include in CHAPTERS.glob("_*.md"):
-        shutil.copy(include, output / include.name)
+    for language in languages:
+        written += plain_notebook.write_notebooks(output / LANGUAGES[language], language, solutions="drop")
     return written
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "student"
-    files = write_student_edition(out)
-    print(f"wrote {len(files)} student notebooks to {out}")
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", nargs="?", type=Path, default=ROOT / "student")
+    parser.add_argument("--language", choices=sorted(LANGUAGES), action="append",
+                        help="one language (default: all, 中文 into OUTPUT/zh)")
+    args = parser.parse_args()
+    files = write_student_edition(args.output, tuple(args.language or LANGUAGES))
+    print(f"wrote {len(files)} student notebooks to {args.output}")

@@ -10,6 +10,8 @@
  *    (capture phase) stops the click on the other button before the theme's own listener sees it.
  * 2. The language switch keeps the section the reader is in: both editions share the section ids
  *    (made from the English headings before the translation is applied), so the #anchor carries over.
+ * 3. On a phone the sidebars open as dialogs over the page; a tap on a link to a section of this
+ *    page jumps there but left the dialog ("On this page") open over the section: it closes now.
  */
 (function () {
   "use strict";
@@ -35,7 +37,17 @@
     });
   }
 
+  function closeDialogAfterJump() {
+    document.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest("dialog a[href]");
+      if (!link) return;
+      var url = new URL(link.href, window.location.href);
+      if (url.pathname === window.location.pathname && url.hash) link.closest("dialog").close();
+    });
+  }
+
   function start() {
+    closeDialogAfterJump();
     forwardToFirst(".primary-toggle");
     forwardToFirst(".secondary-toggle");
     keepAnchorOnLanguageSwitch();

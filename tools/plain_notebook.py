@@ -1,0 +1,385 @@
+"""The notebooks a reader works in: a chapter as plain Jupyter Markdown, in the edition's language.
+
+The chapters are written for the book (MyST: ``{exercise-start}`` blocks, ``{term}`` and
+``{glue:text}`` roles, the ``{include}`` of the GPU note, ``:::{warning}``), which plain Jupyter
+and Colab show as raw text. :func:`reader_notebook` turns a chapter into the notebook a student
+opens: every markdown cell translated with the page's catalog (``locales/<language>/…/*.po``, the
+same messages the translated book uses; code stays one source), its MyST turned into plain
+Markdown (roles into their text or glued value, directives into quotes and bold labels, the
+include inlined), each exercise's stub in its cell with the check cell under it, and the reference
+solution folded away in a ``<details>`` block below the check (self-study) or left out (class).
+The notebook's metadata records its language (``metadata.lectorch.language``).
+
+The self-study book's download buttons give these notebooks (tools/build_book.py), the class book's
+give its own (tools/class_edition.py), and ``make student`` writes them (tools/student_edition.py).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+LOCALES = ROOT / "locales"
+ENGLISH = "en"
+
+#: The plain notebooks' own text (exercise labels, the working hint, the solution fold), translated
+#: through ``_ui.po`` like the rest of the text the tools generate (sphinx_lectorch_i18n.FIXED_UI).
+EXERCISE_LABEL = "Exercise {number}"
+SOLUTION_LABEL = "Solution (reference): try the exercise first"
+WORK_HINT = ("To work an exercise: write your answer in the cell under it, then run the check cell "
+             "below; the reference solution is folded away under the check.")
+CLASS_WORK_HINT = "To work an exercise: write your answer in the cell under it, then run the check cell below."
+#: the line above a page's first exercise in the book (tools/sphinx_lectorch.py), self-study and class
+PAGE_HINT = ("To work an exercise: download this page's notebook (the download button, .ipynb) or open it in "
+             "Colab (the rocket button), write your answer in the cell under the exercise and run the check "
+             "cell below it; the solution is folded away under the check.")
+CLASS_PAGE_HINT = ("To work an exercise: download this page's notebook (the download button, .ipynb), write your "
+                   "answer in the cell under the exercise and run the check cell below it.")
+MESSAGES = [EXERCISE_LABEL, SOLUTION_LABEL, WORK_HINT, CLASS_WORK_HINT, PAGE_HINT, CLASS_PAGE_HINT]
+
+#: MyST that plain Markdown does not know: a role, a directive fence, a target, a substitution.
+MYST_ONLY = re.compile(r"\{[\w:.-]+\}`|^\s*(```+|~~~+|:::+)\s*\{|^\s*\([\w-]+\)=\s*$|\{\{[^}]+\}\}", re.M)
+
+ADMONITIONS = ("admonition", "attention", "caution", "danger", "error", "hint", "important", "note",
+               "seealso", "tip", "warning")
+
+
+# ------------------------------------------------------------------------------ catalogs
+
+
+@lru_cache(maxsize=None)
+def catalog(docname: str, language: str) -> dict[str, str]:
+    """The translations of the page ``docname`` (e.g. "chapters/03_strides_views") into
+    ``language``, fuzzy ones left out as the book leaves them out; empty in English."""
+    if language == ENGLISH:
+        return {}
+    from babel.messages.pofile import read_po
+
+    path = LOCALES / language / "LC_MESSAGES" / f"{docname}.po"
+    if not path.exists():
+        raise FileNotFoundError(f"no {language} catalog for {docname} ({path}): run `make translations`")
+    with open(path, "rb") as f:
+        return {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+
+
+def ui_text(language: str):
+    """``_(text)`` for the plain notebooks' own messages (and Sphinx's admonition labels)."""
+    import sphinx_lectorch_i18n
+
+    return sphinx_lectorch_i18n.ui_gettext(language)
+
+
+@lru_cache(maxsize=None)
+def admonition_label(name: str, language: str) -> str:
+    """Sphinx's own label of an admonition ("Warning"; "警告" in Chinese)."""
+    import gettext
+
+    import sphinx
+    from sphinx.locale import admonitionlabels
+
+    label = str(admonitionlabels.get(name, name.capitalize()))
+    if language == ENGLISH:
+        return label
+    found = gettext.translation("sphinx", Path(sphinx.__file__).parent / "locale", [language], fallback=True)
+    return found.gettext(label)
+
+
+# ------------------------------------------------------------------------------ Markdown
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    """The book's own MyST parser (the extensions of _config.yml), so blocks split as the book's."""
+    import yaml
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    extensions = set(config["parse"]["myst_enable_extensions"])
+    parser = create_md_parser(MdParserConfig(enable_extensions=extensions), RendererHTML)
+    # only the blocks are used (their lines and text): the inline rules would double the time
+    parser.core.ruler.disable([r for r in ("inline", "linkify", "replacements", "smartquotes", "text_join")
+                               if r in parser.core.ruler.get_all_rules()])
+    return parser
+
+
+def message(text: str) -> str:
+    """A block's text as Sphinx's gettext builder writes its msgid (lines joined by spaces)."""
+    return text.replace("\n", " ").strip()
+
+
+class Page:
+    """What rendering one chapter needs: its catalog, glued values, language and exercise count."""
+
+    def __init__(self, docname: str, language: str, glue: dict[str, str], chapter: int | None):
+        self.docname, self.language, self.glue, self.chapter = docname, language, glue, chapter
+        self.messages = catalog(docname, language)
+        self._ = ui_text(language)
+        self.exercises = 0
+
+    def tr(self, text: str) -> str:
+        return self.messages.get(message(text), text) if message(text) else text
+
+
+def render(text: str, page: Page) -> str:
+    """A markdown cell as plain Markdown in the page's language (see the module docstring)."""
+    lines = text.split("\n")
+    tokens = _parser().parse(text)
+    out: list[str] = []
+    pos = 0
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        end = _closing(tokens, i)
+        if tok.level != 0 or tok.map is None:
+            i = end + 1
+            continue
+        start, stop = tok.map
+        out += lines[pos:start]
+        if tok.type in ("fence", "colon_fence") and tok.info.strip().startswith("{"):
+            out += _directive(tok, page)
+        elif tok.type == "table_open":
+            out += [_table_row(line, page) for line in lines[start:stop]]
+        else:
+            out += _translated(lines[start:stop], start, tokens[i:end + 1], page)
+        pos = stop
+        i = end + 1
+    out += lines[pos:]
+    return _roles("\n".join(out), page)
+
+
+def _closing(tokens, i: int) -> int:
+    """The index of the token that closes ``tokens[i]`` (itself for a self-contained one)."""
+    if tokens[i].nesting != 1:
+        return i
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += tokens[j].nesting
+        if depth == 0:
+            return j
+    return len(tokens) - 1
+
+
+def _translated(lines: list[str], offset: int, tokens, page: Page) -> list[str]:
+    """The lines of a block with each paragraph and heading replaced by its translation (one line)."""
+    lines = list(lines)
+    inlines = [t for k, t in enumerate(tokens) if t.type == "inline" and t.map and k > 0
+               and tokens[k - 1].type in ("paragraph_open", "heading_open")]
+    for tok in reversed(inlines):
+        translated = page.tr(tok.content)
+        if translated == tok.content:
+            continue
+        start, stop = tok.map[0] - offset, tok.map[1] - offset
+        first = tok.content.split("\n")[0]
+        at = lines[start].find(first)
+        prefix = lines[start][:at] if at >= 0 else ""
+        lines[start:stop] = [prefix + translated]
+    return lines
+
+
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def _table_row(line: str, page: Page) -> str:
+    """A pipe-table row with each cell translated (Sphinx extracts a table's cells one by one)."""
+    if _SEPARATOR_ROW.match(line) or "|" not in line:
+        return line
+    cells = re.split(r"(?<!\\)\|", line)
+    return "|".join(f" {page.tr(c.strip())} " if c.strip() else c for c in cells)
+
+
+def _directive(tok, page: Page) -> list[str]:
+    """A MyST directive fence as plain Markdown."""
+    name, _, argument = tok.info.strip()[1:].partition("}")
+    argument = argument.strip()
+    body = [line for line in tok.content.split("\n") if not re.match(r"^:[\w-]+:", line)]
+    content = "\n".join(body).strip("\n")
+    if name == "include":
+        included = (CHAPTERS / Path(page.docname).parent.relative_to("chapters") / argument
+                    if page.docname.startswith("chapters/") else ROOT / argument)
+        return render(included.read_text(encoding="utf-8").strip("\n"), page).split("\n") + [""]
+    if name == "exercise-start":
+        page.exercises += 1
+        number = f"{page.chapter}.{page.exercises}" if page.chapter is not None else str(page.exercises)
+        return [f"**✎ {page._(EXERCISE_LABEL).format(number=number)}**", ""]
+    if name in ("exercise-end", "solution-start", "solution-end"):
+        return []
+    if name in ADMONITIONS:
+        title = page.tr(argument) if name == "admonition" else admonition_label(name, page.language)
+        inner = render(content, page).split("\n")
+        # the blank line ends the quote (a next line would otherwise continue it)
+        return [f"> **{title}**", ">"] + [f"> {line}".rstrip() for line in inner] + [""]
+    raise ValueError(f"{page.docname}: the directive {{{name}}} has no plain-Markdown form in "
+                     "tools/plain_notebook.py: add one there (or write the cell without it)")
+
+
+_ROLE = re.compile(r"\{([\w:.-]+)\}`([^`]*)`")
+
+
+def _roles(text: str, page: Page) -> str:
+    """Roles as plain text: a term or reference as its text, a glued value as the book shows it."""
+    from myst_nb.core.variables import format_plain_text
+
+    def plain(found: re.Match) -> str:
+        role, body = found.group(1), found.group(2)
+        if role in ("term", "ref", "doc", "numref"):
+            shown = re.fullmatch(r"(.*?)\s*<([^<>]+)>", body, re.S)
+            return shown.group(1) if shown else body
+        if role == "math":
+            return f"${body}$"
+        if role in ("glue:text", "glue"):
+            key, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
+            if key not in page.glue:
+                raise KeyError(f"{page.docname}: no stored value glued as {key!r} (re-execute the chapter)")
+            return format_plain_text(page.glue[key], spec if ":" in body else "")
+        raise ValueError(f"{page.docname}: the role {{{role}}} has no plain-Markdown form in tools/plain_notebook.py")
+
+    text = _ROLE.sub(plain, text)
+    return re.sub(r'<span class="lectorch-gpu-mark">([^<]*)</span>', r"**\1**", text)
+
+
+# ------------------------------------------------------------------------------ notebooks
+
+
+def glued_values(nb) -> dict[str, str]:
+    """The values a chapter glues (``lectorch.glue``), from its stored outputs: name → text/plain."""
+    found = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            scrap = output.get("metadata", {}).get("scrapbook")
+            if scrap:
+                data = output.get("data", {})
+                text = data.get(scrap.get("mime_prefix", "") + "text/plain")
+                if text is not None:
+                    found[scrap["name"]] = text
+    return found
+
+
+def _solution_fold(source: str, page: Page) -> nbformat.NotebookNode:
+    fence = "```" if "```" not in source else "~~~~"
+    text = (f"<details>\n<summary><b>{page._(SOLUTION_LABEL)}</b></summary>\n\n"
+            f"{fence}python\n{source.rstrip()}\n{fence}\n\n</details>")
+    return nbformat.v4.new_markdown_cell(text, metadata={"tags": ["solution-folded"]})
+
+
+def reader_notebook(nb, name: str, language: str = ENGLISH, *, solutions: str = "fold",
+                    docname: str | None = None) -> nbformat.NotebookNode:
+    """The notebook a reader works in (see the module docstring).
+
+    ``solutions``: "fold" keeps each reference solution in a folded ``<details>`` cell under the
+    exercise's check cell (the self-study book); "drop" leaves them out (the class book, ``make
+    student``). ``docname`` names the page whose catalog applies (default ``chapters/<stem>``).
+    """
+    from sphinx_lectorch import chapter_number
+    from student_edition import student_notebook
+
+    if solutions not in ("fold", "drop"):
+        raise ValueError(f"solutions={solutions!r}: use 'fold' (self-study) or 'drop' (class)")
+    docname = docname or f"chapters/{Path(name).stem}"
+    page = Page(docname, language, glued_values(nb), chapter_number(docname))
+    answers = [c.source for c in nb.cells if c.cell_type == "code" and "solution" in c.metadata.get("tags", [])]
+    out = student_notebook(nb, name)
+    cells, pending, hinted = [], None, False
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            cell.source = render(cell.source, page)
+            if not hinted and "**✎ " in cell.source:
+                hint = page._(WORK_HINT if solutions == "fold" else CLASS_WORK_HINT)
+                cell.source = cell.source.replace("**✎ ", f"*{hint}*\n\n**✎ ", 1)
+                hinted = True
+        cells.append(cell)
+        if "exercise" in cell.metadata.get("tags", []) and cell.cell_type == "code":
+            pending = answers.pop(0)
+        elif pending is not None and cell.cell_type == "code" and "lectorch.check(" in cell.source:
+            if solutions == "fold":
+                cells.append(_solution_fold(pending, page))
+            pending = None
+    if pending is not None and solutions == "fold":
+        cells.append(_solution_fold(pending, page))
+    out.cells = cells
+    out.metadata["lectorch"] = {"language": language, "edition": "self-study" if solutions == "fold" else "class",
+                                "source": f"{docname}.ipynb"}
+    return out
+
+
+def myst_left(nb) -> list[str]:
+    """The MyST-only syntax left in a notebook's markdown cells (empty for a plain notebook)."""
+    return [f"cell {i}: {found.group(0)!r}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
+            for found in MYST_ONLY.finditer(cell.source)]
+
+
+def visible_prose(nb) -> str:
+    """The prose a reader sees in a notebook's markdown cells: no code (blocks and spans), math,
+    HTML tags, link targets or folded solutions."""
+    parts = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown" or "solution-folded" in cell.metadata.get("tags", []):
+            continue
+        text = re.sub(r"^(```|~~~).*?^\1\s*$", "", cell.source, flags=re.S | re.M)
+        text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$|`[^`]*`|<[^>]+>|\]\([^)]*\)", " ", text, flags=re.S)
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+def english_prose(nb) -> list[str]:
+    """The paragraphs of a translated notebook's prose with no Chinese and two or more English words."""
+    return [para.strip() for para in re.split(r"\n\s*\n", visible_prose(nb))
+            if not re.search(r"[\u4e00-\u9fff]", para) and len(re.findall(r"[A-Za-z]{3,}", para)) >= 2]
+
+
+def write_notebooks(output: Path, language: str = ENGLISH, *, solutions: str = "fold") -> list[Path]:
+    """Every chapter's reader notebook into ``output`` (file names as in chapters/)."""
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")):
+        nb = reader_notebook(nbformat.read(path, as_version=4), path.name, language, solutions=solutions)
+        nbformat.write(nb, output / path.name)
+        written.append(output / path.name)
+    return written
+
+
+def replace_downloads(html: Path, language: str, *, solutions: str) -> list[Path]:
+    """Put each page's reader notebook where a built edition's download button points: the
+    notebooks Sphinx copied into ``html/_sources`` (the chapters as written, with their solutions
+    and MyST) are replaced, each from its chapter in this repository."""
+    sources = Path(html) / "_sources"
+    replaced = []
+    for path in sorted(sources.rglob("*.ipynb")):
+        page = path.relative_to(sources)
+        nb = reader_notebook(nbformat.read(ROOT / page, as_version=4), page.name, language,
+                             solutions=solutions, docname=page.with_suffix("").as_posix())
+        nbformat.write(nb, path)
+        replaced.append(path)
+    return replaced
+
+
+def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, int]]]:
+    """English words, all words and the commonest English words of the notebooks' visible prose,
+    counted as tools/reader_metrics.py counts the book's (names, acronyms and identifiers are not
+    English; a Chinese word is 1.65 characters)."""
+    import collections
+
+    from reader_metrics import english_share as share
+
+    english, words, counted = 0, 0.0, collections.Counter()
+    for path in notebooks:
+        found, total, which = share(visible_prose(nbformat.read(path, as_version=4)))
+        english, words = english + found, words + total
+        counted.update(which)
+    return english, words, counted.most_common(15)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["share"] or len(sys.argv) < 3:
+        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose)")
+    english, words, common = english_share([Path(p) for p in sys.argv[2:]])
+    print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")
