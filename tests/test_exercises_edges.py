@@ -116,3 +116,10 @@ def test_the_wrong_rules_fail_the_practice_check(ex_id):
     result = check(ex_id, rule)
     assert result.status == "failed", result.message
     assert "factor of" not in result.message
+
+
+def test_one_status_list_knows_every_status_the_grader_gives():
+    from grading import report
+    from lectorch.exercises import STATUSES
+
+    assert set(report.STATUSES) <= set(STATUSES)

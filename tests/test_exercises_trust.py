@@ -59,9 +59,9 @@ def counts() -> dict:
 
 
 def test_the_exact_answers_hash_count_is_the_attacks_own():
-    """The count above is what ``recover`` does, checked on the exact answers that are quick to find."""
+    """The count above is what ``recover`` does, checked on the exact answer that is quick to find."""
     registry, plain = exercises(), expected_values(topic_modules())
-    for ex_id in ("device-gpu-bytes", "precision-bf16-257", "init-variant-params"):
+    for ex_id in ("precision-bf16-257",):  # the others take millions of hashes: counted, not run
         value, tries = attack.recover(ex_id, registry[ex_id].expected)
         v = plain[ex_id]
         assert value == v and tries == _exact_tries(v)

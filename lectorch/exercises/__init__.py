@@ -3,7 +3,7 @@
 Five rules hold for every exercise:
 
 - One verdict: the practice check (``check``) and the grader (``grading/judge.py``) judge through
-  the same engine (:func:`judge_value`, :func:`judge_cases`): the same case loop, statuses,
+  the same engine (``judge_value``, ``judge_cases``): the same case loop, statuses,
   messages and tolerance. The practice check runs the public cases (the page's numbers and, for a
   value or prediction asked as a function, practice settings that span the rule); the grader runs
   the public cases and hidden ones.
@@ -59,13 +59,14 @@ RESULTS_ENV = "LECTORCH_RESULTS"
 CHECK_MIME = "application/vnd.lectorch.check+json"
 
 #: every status of a verdict: the practice check gives the first four; the grader also says
-#: "missing" (no answer in the notebook), "not reached" (the run stopped first) and "needs review"
-#: (its static review found a line to look at)
-Status = Literal["passed", "failed", "not implemented", "error", "missing", "not reached", "needs review"]
+#: "missing" (no answer in the notebook), "not reached" (the run stopped first), "not graded" (the
+#: notebook was refused) and "needs review" (its static review found a line to look at)
+Status = Literal["passed", "failed", "not implemented", "error", "missing", "not reached", "not graded",
+                 "needs review"]
 STATUSES: tuple[str, ...] = Status.__args__
 Kind = Literal["value", "prediction", "function"]
 _ICONS = {"passed": "✅", "failed": "❌", "not implemented": "📝", "error": "💥", "missing": "❔",
-          "not reached": "⏱", "needs review": "🔎"}
+          "not reached": "⏱", "not graded": "🚫", "needs review": "🔎"}
 _KINDS = ("value", "prediction", "function")
 
 

@@ -316,8 +316,8 @@ class Sealed:
                 answer = int(x)
         return token_matches(exercise_id, self.token, answer)
 
-    def bound(self, exercise_id: str) -> "SealedNumber":
-        """This seal with its salt: what a case's comparison takes."""
+    def bound(self, exercise_id: str):
+        """This seal with its salt (a ``SealedNumber``): what a case's comparison takes."""
         return SealedNumber(exercise_id, self.token)
 
 
