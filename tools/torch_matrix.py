@@ -84,6 +84,12 @@ def _torch_version(python: pathlib.Path) -> str | None:
     return probe.stdout.strip() if probe.returncode == 0 else None
 
 
+def _dist_version(python: pathlib.Path) -> str:
+    """torch's version as pip knows it (PyPI's build: 2.11.0, whose torch.__version__ is 2.11.0+cu130)."""
+    return subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def torch_venv(cache: pathlib.Path, base_python: str, version: str) -> pathlib.Path:
     """The cached venv of ``version`` (made once: minutes, torch with its CUDA libraries is ~3 GB)."""
     minor = ".".join(_python_version(base_python).split(".")[:2])
@@ -150,7 +156,7 @@ def install_course(python: pathlib.Path, wheel: pathlib.Path, tests: pathlib.Pat
     kept = pins.with_name(f"pins-{before}.txt")
     kept.write_text("".join(line + "\n" for line in pins.read_text().splitlines()
                             if re.split(r"[=<>!~; ]", line)[0].lower().replace("_", "-") not in own)
-                    + f"torch=={before}\n")
+                    + f"torch=={_dist_version(python)}\n")
     args = ["-m", "pip", "install", "--quiet", wheel, "-r", tests, "-c", kept]
     within = not beyond_range or _run([python, *args[:3], "--dry-run", *args[3:]], env=_pip_env()).returncode == 0
     if within:
