@@ -200,8 +200,19 @@ def unit_selection() -> list[str]:
     """`make unit`'s pytest arguments (the Makefile's NOTEBOOK_TESTS are left out), without ruff."""
     out = subprocess.run(["make", "--no-print-directory", "-s", "--eval", "print-notebook-tests: ; @echo $(NOTEBOOK_TESTS)",
                           "print-notebook-tests"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return ["lectorch", "tests", "-m", "not book and not browser and not slow",
+    # tests/test_support.py checks this tool's committed result, not the torch at hand
+    return ["lectorch", "tests", "-m", "not book and not browser and not slow", "--ignore=tests/test_support.py",
             *[f"--ignore=tests/{name}" for name in out.split()]]
+
+
+def _test_file(classname: str) -> str | None:
+    """The test file of a JUnit class name (``tests.test_bench`` → ``tests/test_bench.py``)."""
+    parts = classname.split(".")
+    for n in range(len(parts), 0, -1):
+        path = "/".join(parts[:n]) + ".py"
+        if (ROOT / path).is_file():
+            return path
+    return None
 
 
 def run_tests(python: pathlib.Path, args: list[str], report: pathlib.Path, workers: int) -> tuple[list, float]:
@@ -220,6 +231,13 @@ def run_release(python: pathlib.Path, wheel, tests, pins, work: pathlib.Path, wo
     in_range = install_course(python, wheel, tests, pins, beyond_range=beyond_range)
     installed = time.monotonic() - t0
     unit, unit_s = run_tests(python, unit_selection(), work / "unit.xml", workers)
+    # a file with a failure runs once more, alone: a timing test can fail on a busy machine, which
+    # says nothing of torch; the row names the files that needed it
+    again = sorted({f for f in (_test_file(name) for name, outcome in unit if outcome == "failed") if f})
+    if again and len(again) <= 5:
+        rerun, rerun_s = run_tests(python, [*unit_selection()[2:4], *again], work / "unit-again.xml", 1)
+        unit = [(n, o) for n, o in unit if _test_file(n) not in again] + rerun
+        unit_s += rerun_s
     cells, chapters_s = run_tests(python, [str(p.relative_to(ROOT)) for p in CHAPTERS], work / "chapters.xml", workers)
     failed_chapters = sorted({_chapter(name) for name, outcome in cells if outcome == "failed"})
     ran = {_chapter(name) for name, _ in cells}
@@ -228,7 +246,7 @@ def run_release(python: pathlib.Path, wheel, tests, pins, work: pathlib.Path, wo
         "torch": _torch_version(python),
         "python": _python_version(python),
         "in_range": in_range,
-        "unit": {o: sum(1 for _, x in unit if x == o) for o in ("passed", "failed", "skipped")},
+        "unit": {**{o: sum(1 for _, x in unit if x == o) for o in ("passed", "failed", "skipped")}, "run_again": again},
         "chapters": {"passed": len(CHAPTERS) - len(set(failed_chapters) | set(missing)), "of": len(CHAPTERS),
                      "failed": failed_chapters + missing},
         "seconds": {"install": round(installed), "unit": round(unit_s), "chapters": round(chapters_s)},
