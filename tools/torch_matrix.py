@@ -84,6 +84,12 @@ def _torch_version(python: pathlib.Path) -> str | None:
     return probe.stdout.strip() if probe.returncode == 0 else None
 
 
+def _dist_version(python: pathlib.Path) -> str:
+    """torch's version as pip knows it (PyPI's build: 2.11.0, whose torch.__version__ is 2.11.0+cu130)."""
+    return subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def torch_venv(cache: pathlib.Path, base_python: str, version: str) -> pathlib.Path:
     """The cached venv of ``version`` (made once: minutes, torch with its CUDA libraries is ~3 GB)."""
     minor = ".".join(_python_version(base_python).split(".")[:2])
@@ -150,7 +156,7 @@ def install_course(python: pathlib.Path, wheel: pathlib.Path, tests: pathlib.Pat
     kept = pins.with_name(f"pins-{before}.txt")
     kept.write_text("".join(line + "\n" for line in pins.read_text().splitlines()
                             if re.split(r"[=<>!~; ]", line)[0].lower().replace("_", "-") not in own)
-                    + f"torch=={before}\n")
+                    + f"torch=={_dist_version(python)}\n")
     args = ["-m", "pip", "install", "--quiet", wheel, "-r", tests, "-c", kept]
     within = not beyond_range or _run([python, *args[:3], "--dry-run", *args[3:]], env=_pip_env()).returncode == 0
     if within:
@@ -194,8 +200,19 @@ def unit_selection() -> list[str]:
     """`make unit`'s pytest arguments (the Makefile's NOTEBOOK_TESTS are left out), without ruff."""
     out = subprocess.run(["make", "--no-print-directory", "-s", "--eval", "print-notebook-tests: ; @echo $(NOTEBOOK_TESTS)",
                           "print-notebook-tests"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return ["lectorch", "tests", "-m", "not book and not browser and not slow",
+    # tests/test_support.py checks this tool's committed result, not the torch at hand
+    return ["lectorch", "tests", "-m", "not book and not browser and not slow", "--ignore=tests/test_support.py",
             *[f"--ignore=tests/{name}" for name in out.split()]]
+
+
+def _test_file(classname: str) -> str | None:
+    """The test file of a JUnit class name (``tests.test_bench`` → ``tests/test_bench.py``)."""
+    parts = classname.split(".")
+    for n in range(len(parts), 0, -1):
+        path = "/".join(parts[:n]) + ".py"
+        if (ROOT / path).is_file():
+            return path
+    return None
 
 
 def run_tests(python: pathlib.Path, args: list[str], report: pathlib.Path, workers: int) -> tuple[list, float]:
@@ -214,6 +231,13 @@ def run_release(python: pathlib.Path, wheel, tests, pins, work: pathlib.Path, wo
     in_range = install_course(python, wheel, tests, pins, beyond_range=beyond_range)
     installed = time.monotonic() - t0
     unit, unit_s = run_tests(python, unit_selection(), work / "unit.xml", workers)
+    # a file with a failure runs once more, alone: a timing test can fail on a busy machine, which
+    # says nothing of torch; the row names the files that needed it
+    again = sorted({f for f in (_test_file(name) for name, outcome in unit if outcome == "failed") if f})
+    if again and len(again) <= 5:
+        rerun, rerun_s = run_tests(python, [*unit_selection()[2:4], *again], work / "unit-again.xml", 1)
+        unit = [(n, o) for n, o in unit if _test_file(n) not in again] + rerun
+        unit_s += rerun_s
     cells, chapters_s = run_tests(python, [str(p.relative_to(ROOT)) for p in CHAPTERS], work / "chapters.xml", workers)
     failed_chapters = sorted({_chapter(name) for name, outcome in cells if outcome == "failed"})
     ran = {_chapter(name) for name, _ in cells}
@@ -222,7 +246,7 @@ def run_release(python: pathlib.Path, wheel, tests, pins, work: pathlib.Path, wo
         "torch": _torch_version(python),
         "python": _python_version(python),
         "in_range": in_range,
-        "unit": {o: sum(1 for _, x in unit if x == o) for o in ("passed", "failed", "skipped")},
+        "unit": {**{o: sum(1 for _, x in unit if x == o) for o in ("passed", "failed", "skipped")}, "run_again": again},
         "chapters": {"passed": len(CHAPTERS) - len(set(failed_chapters) | set(missing)), "of": len(CHAPTERS),
                      "failed": failed_chapters + missing},
         "seconds": {"install": round(installed), "unit": round(unit_s), "chapters": round(chapters_s)},
