@@ -288,10 +288,17 @@ def _translate_configuration(app, config) -> None:
 
 def _translate_toggle_hints(app, config) -> None:
     """sphinx-togglebutton's "Click to show"/"Click to hide": it writes them into every page's
-    script at config-inited (priority 500), so they are set before that."""
+    script at config-inited (priority 500), so they are set before that. Its script names each
+    toggle button "Toggle hidden content" (a literal of togglebutton.js): renamed once it ran."""
     if is_chinese(config.language):
+        import json
+
         _ = ui_gettext(config.language)
         config.togglebutton_hint, config.togglebutton_hint_hide = _("Click to show"), _("Click to hide")
+        label = json.dumps(_("Toggle hidden content"), ensure_ascii=False)
+        app.add_js_file(None, body="window.addEventListener('load', function () { document.querySelectorAll("
+                        "'[aria-label=\"Toggle hidden content\"]').forEach(function (e) { "
+                        f"e.setAttribute('aria-label', {label}); }}); }});")
 
 
 def _visit_folded_cell(self, node) -> None:
