@@ -25,7 +25,7 @@ _ZERO2_PER_GPU = 2 + (2 + 4 + 8) / 64
 EXPECTED = {
     "napkin-two-weeks": 8 * 14 * napkin.SECONDS_PER_DAY * _H100.peak_flops("bf16"),
     "napkin-8bit-adam-bytes": _EIGHT_BIT_ADAM,
-    "napkin-zero2-params": _H100.memory_bytes / _ZERO2_PER_GPU,
+    "napkin-zero2-params": _H100.napkin_memory_bytes / _ZERO2_PER_GPU,
 }
 
 
