@@ -1,0 +1,353 @@
+"""The grader's fresh process, inside the sandbox: each exercise's program (built by
+grading/review.py from the notebook's source) runs in a child forked from the harness's process,
+which imported torch and lectorch and ran nothing of the student's; before the program's first
+statement, the routines the exercise forbids are replaced by raisers. A timer's simulated device and
+runner stay in the harness's process, and the answer gets stubs.
+
+It lives in the sandbox's read-only site folder (on its ``PYTHONPATH``), not in harness.py: the
+student's kernel compiles harness.py at each collection, and this code never runs there. The
+harness passes itself in (:func:`run`), for its plain-data helpers and :func:`collect`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+H: ModuleType  # the harness module (set by run)
+
+
+def run(plan: dict, plan_path: Path, started: float, harness: ModuleType) -> dict:
+    """Every exercise of ``plan`` in a fresh process; the harness's report."""
+    global H
+    H = harness
+    return _fresh(plan, plan_path, started)
+
+
+
+
+def _remove(spec: dict | None):
+    """Before any of the student's source runs: each routine the exercise forbids replaced by one
+    that raises, where it is defined and where the library exposes it (a copy or table made from
+    it afterwards holds the raiser), and the checker's refusals switched on for good. Returns a
+    maker of the "without creating a tensor" refusal, for the program's statements (None when not
+    asked)."""
+    if not spec:
+        return None
+    from lectorch.exercises.refuse import RefusedShortcut, refusing, resolve  # the sandbox's read-only lectorch
+
+    what = spec.get("what", "this")
+
+    def raiser(name: str):
+        def refused(*args, **kwargs):
+            raise RefusedShortcut(f"this exercise asks you to write {what} yourself: {name} does not exist "
+                                  "while your answer is graded.")
+        refused.__name__ = refused.__qualname__ = name.rsplit(".", 1)[-1]
+        return refused
+
+    names = list(spec.get("names", []))
+    refusing(names, what).__enter__()  # never left: this process grades one exercise and ends
+    for name in names:
+        owner_name, _, attr = name.rpartition(".")
+        try:
+            obj, owner = resolve(name), resolve(owner_name)
+        except ValueError:
+            continue
+        homes = [(owner, attr)]
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        if module is not None and getattr(module, attr, None) is obj:
+            homes.append((module, attr))
+        for home, key in homes:
+            try:
+                setattr(home, key, raiser(name))
+            except (AttributeError, TypeError):
+                pass
+    return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
+
+
+def _namespace(item: dict) -> dict:
+    """In a forked child: remove what the exercise forbids, then run the program the grader built
+    from the notebook (statement by statement; a failing one does not stop the rest)."""
+    import ast
+    import contextlib
+
+    no_tensors = _remove(item.get("refuse"))
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for node in ast.parse(item["program"]).body:
+        code = compile(ast.Module(body=[node], type_ignores=[]), "<exercise>", "exec")
+        try:
+            with no_tensors() if no_tensors is not None else contextlib.nullcontext():
+                exec(code, namespace)  # the student's statements, as the grader read them
+        except BaseException:  # noqa: BLE001 - like a cell that raised: the next one runs
+            pass
+    return namespace
+
+
+def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
+    """In a forked child: the exercise's program, then its answer collected as in a notebook."""
+    namespace = _namespace(item)
+    one = dict(item)  # a plan of this exercise alone (its record is written even when not found)
+    if one.get("inputs"):
+        one["inputs"] = str(Path(plan_path).parent / one["inputs"])
+    mine = out / "plan.json"
+    mine.write_text(json.dumps({**plan, "exercises": [one]}), encoding="utf-8")
+    H.collect(namespace, str(mine), str(out), only=None)
+
+
+def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
+    """Each exercise's program in its own process, forked from one that imported torch and
+    lectorch but ran nothing of the student's (the grader's programs, not the notebook)."""
+    import tempfile
+
+    import torch  # noqa: F401  (imported once, before any fork)
+    import lectorch.exercises
+
+    lectorch.exercises.exercises()  # every exercise module loaded once, not once per child
+    t_ready = time.monotonic()
+
+    report = {"cells": len(plan["exercises"]), "ran": 0, "errors": 0, "timed_out": False, "kernel_died": False,
+              "collected": False, "fresh": True}
+    deadline = started + plan["timeout"]
+    out = Path(plan["out"])
+    for item in plan["exercises"]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            report["timed_out"] = True
+            break
+        if item.get("outside"):
+            record, late = _outside(item, plan, plan_path, deadline)
+            H.dump(record, out / str(item["index"]))
+            report["ran"] += 1
+            if late:
+                report["timed_out"] = True
+                break
+            continue
+        private = Path(tempfile.mkdtemp(prefix="fresh-"))
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            try:
+                os.setsid()
+                _run_program(item, plan, plan_path, private)
+            except BaseException:  # noqa: BLE001
+                pass
+            finally:
+                os._exit(0)
+        status = None
+        while status is None:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = code
+            elif time.monotonic() > deadline:
+                with _suppress():
+                    os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                report["timed_out"] = True
+                break
+            else:
+                time.sleep(0.01)
+        if status is not None and status != 0:
+            report["errors"] += 1
+        report["ran"] += 1
+        # the record as the child left it, moved by this process (a file the student's code wrote
+        # under the output folder's name is overwritten)
+        for suffix in (".json", ".pt"):
+            got = private / f"{item['index']}{suffix}"
+            if got.is_file() and not got.is_symlink():
+                data = got.read_bytes()[: 64 * 2**20]
+                tmp = out / f".fresh-{item['index']}.tmp"
+                tmp.write_bytes(data)
+                os.replace(tmp, out / f"{item['index']}{suffix}")
+                break
+        if report["timed_out"]:
+            break
+    report["collected"] = not report["timed_out"]
+    report["import_s"] = round(t_ready - started, 2)  # torch and lectorch, once for every exercise
+    return report
+
+
+# -------------------------------------------------- a simulated device outside the student's process
+
+_MAX_MESSAGE_BYTES = 2**20
+
+
+def _send(sock, obj: Any) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(len(data).to_bytes(4, "big") + data)
+
+
+def _recv(sock) -> Any:
+    def exactly(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError("the answer's process ended")
+            buf += chunk
+        return buf
+
+    size = int.from_bytes(exactly(4), "big")
+    if size > _MAX_MESSAGE_BYTES:
+        raise ValueError("message too large")
+    return json.loads(exactly(size).decode("utf-8"))
+
+
+def _as_json(value: Any) -> Any:
+    try:
+        plain = H._json_ready(H.to_plain(value))
+        json.dumps(plain)
+        return plain
+    except (TypeError, ValueError, RecursionError):
+        return {H.UNREADABLE: type(value).__name__}
+
+
+def _answer_side(item: dict, sock) -> None:
+    """In the forked child: run the program, then call the answer whenever the grader's process
+    asks, with stubs for the callables it was given (each stub asks the grader's process to call
+    the real one, e.g. a simulated device's run, sync or clock, and returns its number)."""
+    namespace = _namespace(item)
+    try:
+        answer = eval(item["expr"], namespace)
+    except Exception as err:  # noqa: BLE001 - the answer is not there
+        _send(sock, {"op": "ready", "found": False, "message": str(err)[:H._MAX_MESSAGE]})
+        return
+    found = {"op": "ready", "found": True, "callable": callable(answer)}
+    if not callable(answer):
+        found["value"] = _as_json(answer)
+    _send(sock, found)
+    while callable(answer):
+        msg = _recv(sock)
+        if msg.get("op") != "call":
+            return
+
+        def stub(k: int):
+            def call(*args, **kwargs):
+                _send(sock, {"op": "stub", "k": k})
+                reply = _recv(sock)
+                if reply.get("op") != "value":
+                    raise RuntimeError(str(reply.get("message", "the device refused the call")))
+                return reply.get("value")
+            return call
+
+        args = [stub(a["__stub__"]) if isinstance(a, dict) and set(a) == {"__stub__"} else H._from_json(a)
+                for a in msg.get("args", [])]
+        kwargs = {k: H._from_json(v) for k, v in msg.get("kwargs", {}).items()}
+        try:
+            got = answer(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the student's code failed on this case
+            _send(sock, {"op": "raised", **H._raised(err)})
+            continue
+        _send(sock, {"op": "done", "value": _as_json(got)})
+
+
+class _ChildRaised(Exception):
+    def __init__(self, record: dict):
+        super().__init__(record.get("message", ""))
+        self.record = record
+
+
+def _outside(item: dict, plan: dict, plan_path: Path, deadline: float) -> tuple[dict, bool]:
+    """An exercise whose cases run on a simulated device: the device and the exercise's runner live
+    in this process (the grader's copy, which nothing of the student's has run in), the answer in a
+    forked child that gets stubs. The log the answer is judged by never enters the child, and the
+    record is written here. Returns (the record, whether the time ran out)."""
+    import socket
+
+    parent, child = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        try:
+            parent.close()
+            os.setsid()
+            _answer_side(item, child)
+        except BaseException:  # noqa: BLE001
+            pass
+        finally:
+            os._exit(0)
+    child.close()
+    record: dict[str, Any] = {"id": item["id"], "found": True}
+    timed_out = False
+    try:
+        parent.settimeout(max(0.1, deadline - time.monotonic()))
+        ready = _recv(parent)
+        if not ready.get("found"):
+            record.update(found=False, message=str(ready.get("message", ""))[:H._MAX_MESSAGE])
+            return record, False
+        record["callable"] = bool(ready.get("callable"))
+        record["value"] = None if record["callable"] else H._from_json(ready.get("value"))
+        if not record["callable"]:
+            return record, False
+        runner = H._runner(item.get("runner"))
+        path = Path(plan_path).parent / item["inputs"]
+        cases, dead = [], None
+
+        def proxy(*fargs, **fkwargs):
+            stubs, spec = [], []
+            for a in fargs:
+                if callable(a):
+                    stubs.append(a)
+                    spec.append({"__stub__": len(stubs) - 1})
+                else:
+                    spec.append(_as_json(a))
+            _send(parent, {"op": "call", "args": spec, "kwargs": {k: _as_json(v) for k, v in fkwargs.items()}})
+            while True:
+                msg = _recv(parent)
+                op = msg.get("op")
+                if op == "stub" and isinstance(msg.get("k"), int) and 0 <= msg["k"] < len(stubs):
+                    value = stubs[msg["k"]]()
+                    _send(parent, {"op": "value", "value": value if isinstance(value, (int, float)) else None})
+                elif op == "done":
+                    return H._from_json(msg.get("value"))
+                elif op == "raised":
+                    raise _ChildRaised({"raised": [str(n) for n in msg.get("raised", [])][:8],
+                                        "message": str(msg.get("message", ""))[:H._MAX_MESSAGE]})
+                else:
+                    raise EOFError("the answer's process sent something else")
+
+        for case in H.loads(path.read_bytes(), path.suffix):
+            if dead is not None:
+                cases.append(dead)
+                continue
+            try:
+                args, kwargs = H.from_inputs(case["call"]) if case.get("call") else (
+                    H.from_inputs(case["args"]), H.from_inputs(case["kwargs"]))
+            except Exception as err:  # noqa: BLE001
+                cases.append({"input_error": str(err)[:H._MAX_MESSAGE]})
+                continue
+            seconds = min(plan.get("case_timeout", 0) or 1e9, max(0.1, deadline - time.monotonic()))
+            parent.settimeout(seconds)
+            try:
+                cases.append({"returned": H.to_plain(runner(proxy, args, kwargs))})
+            except _ChildRaised as err:
+                cases.append(err.record)
+            except (socket.timeout, TimeoutError):
+                dead = {"timeout": round(seconds, 3)}
+                cases.append(dead)
+                timed_out = time.monotonic() >= deadline
+            except (EOFError, OSError, ValueError) as err:
+                dead = {"raised": ["RuntimeError"], "message": f"your function's process ended ({str(err)[:100]})"}
+                cases.append(dead)
+        record["cases"] = cases
+        return record, timed_out
+    except (EOFError, OSError, ValueError, socket.timeout) as err:
+        record.update(found=False, message=f"the answer's process ended ({str(err)[:100]})")
+        return record, time.monotonic() >= deadline
+    finally:
+        parent.close()
+        with _suppress():
+            os.killpg(pid, signal.SIGKILL)
+        with _suppress():
+            os.waitpid(pid, 0)
+
+
+class _suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return exc[0] is not None and issubclass(exc[0], OSError)
