@@ -88,6 +88,8 @@ ESCAPE_ATTRIBUTES = {
     "f_back": "reads frames", "f_globals": "reads frames", "f_locals": "reads frames", "gi_frame": "reads frames",
     "tb_frame": "reads frames", "__dict__": "reaches an object's namespace", "__getattribute__": "looks attributes up by name",
     "__setattr__": "sets attributes by name", "__delattr__": "deletes attributes by name",
+    "__spec__": "reloads a module", "__loader__": "reloads a module", "exec_module": "reloads a module",
+    "load_module": "reloads a module",
     "_execution_engine": "calls autograd's engine", "run_backward": "calls autograd's engine",
     "grad_fn": "walks autograd's graph", "next_functions": "walks autograd's graph",
     "_pop_mode_temporarily": "switches torch-function modes", "DisableTorchFunction": "switches torch-function modes",

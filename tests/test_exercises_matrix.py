@@ -14,8 +14,10 @@ import dataclasses
 import functools
 import importlib
 import math
+import os
 import random
 import statistics
+import tempfile
 import sys
 from pathlib import Path
 
@@ -295,6 +297,27 @@ def accumulated_by_concatenation(weight, micro_batches, accumulation, lr=0.1):
     return w
 
 
+def accumulated_by_hand(weight, micro_batches, accumulation, lr=0.1):
+    """train-accumulate written another way: one torch.autograd.grad per micro-batch, the group's
+    gradients summed by hand, a plain SGD update."""
+    w = weight.clone()
+    for k in range(len(micro_batches) // accumulation):
+        total = torch.zeros_like(w)
+        for x, y in micro_batches[k * accumulation:(k + 1) * accumulation]:
+            w.requires_grad_(True)
+            (g,) = torch.autograd.grad(torch.nn.functional.cross_entropy(x @ w.T, y) / accumulation, w)
+            total += g
+            w = w.detach()
+        w = (w - lr * total).detach()
+    return w
+
+
+def resumable_by_replay(tokens, num_steps, crash_at=None):
+    """train-resume fixed with other operations: a real checkpoint file, the data order replayed from
+    the rebuilt generator (its draws counted, not its state saved)."""
+    return resumable_in_memory(tokens, num_steps, crash_at, to_file=True)
+
+
 def fixed_by_rejection(weight, generator=None):
     """init-fix-trunc written another way: standard normal draws, those beyond ±3 redrawn until
     none is left, then scaled by 1/sqrt(fan_in) (no trunc_normal_)."""
@@ -309,7 +332,7 @@ def fixed_by_rejection(weight, generator=None):
     return weight
 
 
-def resumable_in_memory(tokens, num_steps, crash_at=None):
+def resumable_in_memory(tokens, num_steps, crash_at=None, to_file=False):
     """train-resume with the right numbers but no checkpoint that survives a crash: a deep copy held
     in memory (no torch.save/load), the data order replayed from a fresh generator (its draws
     counted, not its state saved), dropout's global generator saved through torch.random."""
@@ -323,12 +346,19 @@ def resumable_in_memory(tokens, num_steps, crash_at=None):
         return model, torch.optim.AdamW(model.parameters(), lr=1e-2), torch.Generator().manual_seed(1)
 
     store = {}
+    path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
 
     def save(model, optimizer, step, losses):
-        store.update(copy.deepcopy({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                    "rng": torch.random.get_rng_state(), "step": step, "losses": list(losses)}))
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                 "rng": torch.random.get_rng_state(), "step": step, "losses": list(losses)}
+        if to_file:
+            torch.save(state, path)
+        else:
+            store.update(copy.deepcopy(state))
 
     def load(model, optimizer, order):
+        if to_file:
+            store.update(torch.load(path, weights_only=True))
         model.load_state_dict(store["model"])
         optimizer.load_state_dict(store["optimizer"])
         torch.random.set_rng_state(store["rng"])
@@ -431,10 +461,10 @@ MATRIX = {
                                                       lambda s, mx, mn, w, t: 2 * tt.lr_at(s, mx, mn, w, t)]),
     # one step on the concatenated batch, and a checkpoint held in memory, get the numbers right but
     # skip the lesson (one backward per micro-batch; a checkpoint that survives the crash)
-    "train-accumulate": ([tt.accumulated_training], [
+    "train-accumulate": ([tt.accumulated_training, accumulated_by_hand], [
         tt.buggy_accumulation(zero_inside=True), tt.buggy_accumulation(divide=False),
         tt.buggy_accumulation(zero_ever=False), accumulated_by_concatenation]),
-    "train-resume": ([tt.resumable()], [
+    "train-resume": ([tt.resumable(), resumable_by_replay], [
         tt.resumable(optimizer_state=False), tt.resumable(order_state=False), tt.resumable(torch_rng=False),
         resumable_in_memory]),
     "scale-saved-bytes": ([ts.saved_bytes, saved_bytes_by_parts], [

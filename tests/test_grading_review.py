@@ -166,6 +166,10 @@ SPELLINGS = {
                              "def log_softmax(logits):\n"
                              "    setattr(torch, 'exp', lambda t: t)\n"
                              "    return logits - torch.exp(logits).sum(-1, keepdim=True).log()", "setattr(torch"),
+    "a module loaded again": ("import torch.nn.functional as F\n"
+                              "def log_softmax(logits):\n"
+                              "    F.__spec__.loader.exec_module(F)\n"
+                              "    return F.log_softmax(logits.float(), -1)", "__spec__"),
     "scipy": ("import scipy.special, torch\n"
               "def log_softmax(logits):\n"
               "    return torch.as_tensor(scipy.special.log_softmax(logits.float().numpy(), -1))", "scipy"),

@@ -212,13 +212,17 @@ def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
     """Run the student's ``accumulated_training`` and count its backward passes (``torch.autograd``'s
     ``backward`` and ``grad``, which ``loss.backward()`` goes through): the lesson is one backward per
     micro-batch, which a step on the concatenated micro-batches skips."""
-    count = {"backward": 0}
+    count = {"backward": 0, "depth": 0}
     real = torch.autograd.backward, torch.autograd.grad
 
     def counting(fn):
-        def call(*a, **k):
-            count["backward"] += 1
-            return fn(*a, **k)
+        def call(*a, **k):  # the outermost call only (one may go through the other)
+            count["backward"] += count["depth"] == 0
+            count["depth"] += 1
+            try:
+                return fn(*a, **k)
+            finally:
+                count["depth"] -= 1
         return call
 
     torch.autograd.backward, torch.autograd.grad = counting(real[0]), counting(real[1])
@@ -351,45 +355,51 @@ RESUME_TOL = 1e-6
 
 
 def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
-    """Run the student's ``train_with_restart`` as a machine that dies would: the moment the
-    checkpoint is read back (``torch.load``), everything the run built in memory is lost (each
-    module's parameters, each optimizer's state and each generator made during the run are
-    scrambled, and so is torch's global generator), so only what ``load`` restores counts. Counts
-    the checkpoints written (``torch.save``) and read back. Torch's global random state is the
-    caller's again afterwards."""
+    """Run the student's ``train_with_restart`` as a machine that dies would: right after the
+    checkpoint is written (``torch.save``), everything the run built in memory is lost (each module,
+    optimizer, generator and tensor made during the run so far is scrambled, and so is torch's global
+    generator), so only what is rebuilt and what ``load`` reads back counts. Counts the checkpoints
+    written and read back (``torch.load``). Torch's global random state is the caller's again after."""
     import gc
     import secrets
 
-    kinds = (torch.nn.Module, torch.optim.Optimizer, torch.Generator)
-    before = {id(o) for o in gc.get_objects() if issubclass(type(o), kinds)}
+    kinds = (torch.nn.Module, torch.optim.Optimizer, torch.Generator, torch.Tensor)
+    before: set[int] = set()
     log = {"saves": 0, "loads": 0}
     real_save, real_load = torch.save, torch.load
 
     def lose_memory() -> None:
-        for obj in gc.get_objects():
-            if id(obj) in before or not issubclass(type(obj), kinds):
-                continue
-            if isinstance(obj, torch.nn.Module):
-                with torch.no_grad():
-                    for t in (*obj.parameters(recurse=False), *obj.buffers(recurse=False)):
-                        if t.is_floating_point():
-                            t.uniform_(-1, 1)
-            elif isinstance(obj, torch.optim.Optimizer):
-                obj.state.clear()
-            else:
-                obj.manual_seed(secrets.randbits(62))
+        with torch.no_grad():
+            for obj in gc.get_objects():
+                if id(obj) in before or not issubclass(type(obj), kinds):
+                    continue
+                try:
+                    if isinstance(obj, torch.Tensor):
+                        if obj.is_floating_point():
+                            obj.uniform_(-1, 1)
+                        elif obj.dtype != torch.bool and not obj.is_complex():
+                            obj.random_(0, 100)
+                    elif isinstance(obj, torch.optim.Optimizer):
+                        obj.state.clear()
+                    elif isinstance(obj, torch.Generator):
+                        obj.manual_seed(secrets.randbits(62))
+                except (RuntimeError, TypeError):  # a tensor that cannot be written: left as it is
+                    pass
         torch.manual_seed(secrets.randbits(62))
 
     def save(*a, **k):
         log["saves"] += 1
-        return real_save(*a, **k)
+        done = real_save(*a, **k)
+        lose_memory()  # the machine dies once the checkpoint is on disk
+        return done
 
     def load(*a, **k):
         log["loads"] += 1
-        lose_memory()
         return real_load(*a, **k)
 
     with torch.random.fork_rng(devices=[]):
+        # what exists now (the caller's, and the state fork_rng puts back) is not the run's
+        before.update(id(o) for o in gc.get_objects() if issubclass(type(o), kinds))
         torch.save, torch.load = save, load
         try:
             got = answer(*args, **kwargs)
