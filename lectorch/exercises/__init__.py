@@ -374,7 +374,6 @@ def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
         status, message = judge_not_callable(ex, answer)
         return CheckResult(ex.id, status, message)
     first: list = []
-
     cases = public_cases_of(ex)
 
     def outcome_of(i: int) -> Outcome:
