@@ -249,7 +249,9 @@ def direct_findings(numbers: dict, secrets: dict) -> list[tuple]:
     def look(x: float, what: str, at_least: int = 3):
         for digits, keys in by_digits.items():
             where = keys.get(_key(x, digits)) if at_least <= digits <= 17 else None
-            if where and (what, Path(where).name) not in KNOWN:
+            # a chapter's page and its notebook are one source (KNOWN names the notebook): the first
+            # file a number is seen in may be either, the download notebooks having no outputs
+            if where and (what, Path(where).with_suffix(".ipynb").name) not in KNOWN:
                 found.append((what, f"{x:.10g}", f"{digits} digits", where))
 
     for ex_id, value in secrets["values"].items():
