@@ -46,7 +46,7 @@ def _ckpt_time_cases(rng: random.Random) -> list:
 
 
 _H100 = hardware.get_gpu("H100 SXM")
-_PARAMS, _TOKENS_PER_S, _GPUS = 7e9, 1.0e6, 64
+_PARAMS, _TOKENS_PER_S, _GPUS = 7e9, 0.6e6, 64
 _INT4_BITS = 4 + (16 + 16) / 64  # the weight, plus its share of an fp16 scale and an fp16 zero
 
 EXPECTED = {
@@ -133,8 +133,9 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
 #: the wrong answers that reveal a known slip, by exercise and slip name (sealed in the package)
 SLIPS = {
     "scale-hfu": {
-        "counts-only-model": 0.6632137443153108,
-        "1979-tflop-s": 0.4421424962102072,
+        # 6 FLOPs per token and parameter (no recomputation counted), and the sparse peak
+        "counts-only-model": 6 * _PARAMS * _TOKENS_PER_S / (_GPUS * _H100.peak_flops("bf16")),
+        "1979-tflop-s": 8 * _PARAMS * _TOKENS_PER_S / (_GPUS * _H100.peak_flops("bf16", sparse=True)),
     },
     "scale-int4-bytes": {
         "each-group-stores": 37187500000.0,

@@ -102,7 +102,7 @@ register(
         title="hfu(params, tokens_per_s, num_gpus): HFU on H100 SXM, every layer recomputed",
         kind="value",
         expected=_HFU,
-        cases=(Case(args=(7e9, 1.0e6, 64), expected=_HFU, description="7B at 1.0 M tokens/s on 64 H100 SXM"),),
+        cases=(Case(args=(7e9, 0.6e6, 64), expected=_HFU, description="7B at 0.6 M tokens/s on 64 H100 SXM"),),
         rtol=_HFU.rtol,
         refuse_what="the utilisation",
         refuse=("lectorch.bench.mfu", "lectorch.napkin.cluster_flops_per_s", "lectorch.napkin.training_flops"),
