@@ -68,6 +68,8 @@ ESCAPES = {
     "torch.autograd.graph": "reaches autograd's engine", "torch.autograd.Variable": "reaches autograd's engine",
     "torch.autograd.function": "reaches autograd's engine",
     "torch.utils.flop_counter": "counts FLOPs by running the code",
+    "torch.profiler": "measures the code by running it", "torch.autograd.profiler": "measures the code by running it",
+    "torch.autograd.profiler_util": "measures the code by running it",
 }
 _ESCAPE_OS = ("os.exec", "os.spawn")  # os.execv, os.spawnlp, ...
 

@@ -70,6 +70,8 @@ register(
         id="init-fix-trunc",
         title="init_weight_(weight, generator): N(0, 1/fan_in) truncated at ±3 standard deviations",
         kind="function",
+        refuse_what="lectorch's truncated initialisation",
+        refuse=("lectorch.init.truncated_normal_", "lectorch.init.trunc_normal_bounds", "lectorch.init.init_weight"),
         hint=("Print the largest |w| of a filled weight in units of its std, and the std itself next to "
               "1/sqrt(fan_in). Which one is off?",
               "Two bugs: one in trunc_normal_'s bounds (what units are a and b in?), one in fan_in "

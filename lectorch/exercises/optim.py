@@ -102,6 +102,10 @@ register(
         refuse=(
             "torch.optim.RMSprop",
             "lectorch.optim.RMSProp",
+            # other optimizers that become RMSProp with the right settings (Adam with beta1 = 0)
+            "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.Adamax", "torch.optim.NAdam",
+            "torch.optim.RAdam", "torch.optim.SparseAdam", "torch.optim.Adagrad", "torch.optim.Adadelta",
+            "lectorch.optim.Adam", "lectorch.optim.AdamW",
             "torch.optim.rmsprop.rmsprop",
             "torch.optim.rmsprop._single_tensor_rmsprop",
             "torch.optim.rmsprop._multi_tensor_rmsprop",
@@ -173,6 +177,9 @@ register(
         refuse=(
             "torch.optim.AdamW",
             "torch.optim.Adam",
+            # Adam's relatives, which do the same update with a line or two around them
+            "torch.optim.SparseAdam", "torch.optim.NAdam", "torch.optim.RAdam", "torch.optim.Adamax",
+            "torch._fused_adamw_", "torch._fused_adam_",
             "lectorch.optim.AdamW",
             "lectorch.optim.Adam",
             "torch.optim.adam.adam",
