@@ -175,6 +175,47 @@ SPELLINGS = {
               "    return torch.as_tensor(scipy.special.log_softmax(logits.float().numpy(), -1))", "scipy"),
 }
 
+#: shortcuts a fresh red team got marks with (only the student edition in hand), now findings:
+#: (exercise, the answer's cell, a piece of the line the grader must point at)
+RED_TEAM = {
+    "FLOPs measured with torch.profiler": ("backprop-mlp-backward", (
+        "import torch\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    with torch.profiler.profile(with_flops=True) as prof:\n"
+        "        pass\n"
+        "    return sum(e.flops for e in prof.events())"), "torch.profiler.profile"),
+    "RMSProp through Adam with beta1 = 0": ("optim-rmsprop", (
+        "import torch\n"
+        "class MyRMSprop(torch.optim.Adam):\n"
+        "    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8):\n"
+        "        super().__init__(params, lr=lr, betas=(0.0, alpha), eps=eps)"), "torch.optim.Adam"),
+    "AdamW through SparseAdam": ("optim-adamw-step", (
+        "import torch\n"
+        "def adamw_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, betas, eps, weight_decay):\n"
+        "    opt = torch.optim.SparseAdam([param], lr=lr, betas=betas, eps=eps)\n"
+        "    return param, exp_avg, exp_avg_sq"), "SparseAdam"),
+    "the bounds fixed by lectorch's helper": ("init-fix-trunc", (
+        "import math\n"
+        "from lectorch import init\n"
+        "def init_weight_(weight, generator=None):\n"
+        "    return init.truncated_normal_(weight, 1 / math.sqrt(weight.shape[0]), generator=generator)"),
+        "truncated_normal_"),
+}
+RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
+                 "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_"}
+
+
+@pytest.mark.parametrize("who", RED_TEAM)
+def test_the_red_team_s_shortcuts_are_found(who):
+    ex_id, source, piece = RED_TEAM[who]
+    expr = RED_TEAM_EXPR[ex_id]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a submission"),
+                                         nbformat.v4.new_code_cell(source),
+                                         nbformat.v4.new_code_cell(f'import lectorch\nlectorch.check("{ex_id}", {expr})')])
+    found = findings_of(nb, ex_id, expr)
+    assert any(piece in f.text for f in found), [f.describe() for f in found]
+
+
 #: what the checker's expression of each of these exercises is (the reference chapter's)
 EXPR = {"precision-log-softmax": "log_softmax", "backprop-skip-grads": "skip_grads", "train-get-batch": "get_batch",
         "train-lr-at-step": "lr_at", "backprop-mlp-backward": "backward_flops", "precision-bf16-257": "bf16_stores",
