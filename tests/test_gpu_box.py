@@ -76,5 +76,5 @@ def test_the_supported_torch_versions_are_the_tested_ones():
     locked = next(p for p in gpu_box.pins(ROOT / "requirements.txt") if p.startswith("torch=="))
     tested = {"2.11.0", locked.split("==")[1].split("+")[0]}  # the box (rehearsed) and the locks
     assert all(v in spec for v in tested), (spec, tested)
-    assert "2.12.0" not in spec and "2.10.0" not in spec and "2.14.0" not in spec
+    assert "2.10.0" not in spec  # the range itself is held to the torch matrix's result (tests/test_support.py)
     assert f"`{dep}`" in (ROOT / "README.md").read_text()  # stated where readers look

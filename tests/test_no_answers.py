@@ -148,6 +148,8 @@ KNOWN = {
     # page's own worked figure: ch06 prints the ratio by depth (1.875 at 8 layers of width 32, the
     # formula 2 - D/(L·D + 1)) and, after the measurement, the GPU run's FLOP ratio (1.88)
     ("backprop-time-ratio's answer", "06_backward_6x.ipynb"): "the page's public case, derived on the page",
+    # ch06's FLOP ratio 1.88 (above) and the reciprocal of ch10's HFU, 0.531: a coincidence at three digits
+    ("scale-hfu's answer (reciprocal)", "06_backward_6x.ipynb"): "a coincidence at three digits",
 }
 #: computed from the snippet the student is given (its uninterrupted run): nothing to hide
 FROM_THE_STUDENTS_OWN_CODE = {"train-resume"}
