@@ -87,7 +87,7 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
     from lectorch.exercises import Case
 
     if exercise_id == "init-relu-depth":  # the std after each ReLU: shallow and deep stacks
-        blocks = [1, 2, rng.randint(3, 6), rng.randint(10, 16)]
+        blocks = [1, 2, rng.randint(3, 6), rng.randint(10, 16), rng.randint(30, 60)]
         return [Case(args=(b,), expected=relu_stack_std(b), description="a hidden depth") for b in blocks]
     if exercise_id == "init-variant-params":
         settings = [(1, 1, 1), (rng.randint(2, 100), rng.randint(1, 5), rng.randint(2, 20)),

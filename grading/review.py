@@ -116,8 +116,15 @@ EQUIVALENTS = {
     "train-get-batch": ("get_batch",),
     "einsum-gqa-scores": ("scaled_dot_product_attention", "attention", "multi_head_attention_forward",
                           "MultiheadAttention"),
-    "init-leaky-std": ("calculate_gain", "kaiming_normal_", "kaiming_uniform_", "init_std"),
+    # a formula of two numbers: numerical integration of the Gaussian (and the constants and exp
+    # that a hand-written one needs) reaches the tolerance without the derivation
+    "init-leaky-std": ("calculate_gain", "kaiming_normal_", "kaiming_uniform_", "init_std", "trapezoid", "trapz",
+                       "cumulative_trapezoid", "simpson", "simps", "quad", "romb", "romberg", "fixed_quad",
+                       "quadrature", "exp", "expm1", "exp2", "erf", "erfc", "e", "pi", "tau"),
 }
+#: random draws: in an exercise answered without tensors (a prediction, a formula) they are a
+#: simulation standing in for the reasoning
+_RANDOM = ("random", "numpy.random", "secrets", "os.urandom")
 #: exercises about autograd by hand: any reference into autograd or torch.func is a finding
 AUTOGRAD_BY_HAND = frozenset({"backprop-skip-grads"})
 _AUTOGRAD = ("torch.autograd", "torch.func", "functorch", "torch._functorch")
@@ -487,6 +494,14 @@ class _Forbidden:
         return None
 
 
+    def random(self, path: str) -> str | None:
+        """Why a reference to ``path`` is a simulation in this exercise, or None."""
+        path = _canonical(path)
+        if self.no_tensors and any(path == r or path.startswith(r + ".") for r in _RANDOM):
+            return f"uses {path}: random draws simulate what this exercise asks you to reason out"
+        return None
+
+
 def _line(statement: _Statement, node: ast.AST) -> Finding:
     line = getattr(node, "lineno", statement.node.lineno)
     text = statement.lines[line - 1] if 0 < line <= len(statement.lines) else ""
@@ -523,6 +538,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 for module in modules:
                     top = module.split(".")[0]
                     why = _escape(module) or (rules.path(module) if module.startswith("lectorch.exercises") else None)
+                    why = why or rules.random(module)
                     if why:
                         add(statement, node, why)
                     elif top not in ALLOWED_MODULES:
@@ -562,7 +578,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 if isinstance(node, ast.Attribute) and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
                     add(statement, node, f"uses .{node.attr}, which does what this exercise asks you to write")
                 continue
-            why = _escape(path) or rules.path(path)
+            why = _escape(path) or rules.path(path) or rules.random(path)
             if why is None and rules.no_tensors and _canonical(path).split(".")[0] in ("torch", "numpy") \
                     and id(node) in called and not _canonical(path).startswith(_NO_TENSOR_OK):
                 why = f"calls {path}: this exercise asks for the answer without creating a tensor"

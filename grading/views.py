@@ -18,7 +18,8 @@ from lectorch.views import shares_storage
 
 def storage_index(shape=(6, 8), row_start=1, col_start=2, col_step=3, i=2, j=1) -> int:
     """The storage index that y[i, j] reads, y = x[row_start:, col_start::col_step], asked to torch."""
-    y = torch.arange(shape[0] * shape[1]).view(shape)[row_start:, col_start::col_step]
+    # on the meta device: shapes too large to create (the hidden cases have some) are no trouble
+    y = torch.empty(shape, device="meta")[row_start:, col_start::col_step]
     return int(y.storage_offset() + i * y.stride(0) + j * y.stride(1))
 
 
@@ -30,6 +31,11 @@ def _storage_index_cases(rng: random.Random) -> list:
         width = len(range(col_start, cols, col_step))
         settings.append(((rows, cols), row_start, col_start, col_step,
                          rng.randrange(rows - row_start), rng.randrange(width)))
+    # an x far too large to create (about 10¹¹ to 10¹² elements): the index comes from the strides
+    rows, cols = rng.randint(10**5, 10**6), rng.randint(10**5, 10**6)
+    row_start, col_start, col_step = rng.randrange(rows // 2), rng.randrange(cols // 2), rng.randint(2, 9)
+    width = len(range(col_start, cols, col_step))
+    settings.append(((rows, cols), row_start, col_start, col_step, rng.randrange(rows - row_start), rng.randrange(width)))
     return [Case(args=s, expected=storage_index(*s), description="a hidden slice") for s in settings]
 
 
@@ -149,5 +155,7 @@ SLIPS = {
 PRACTICE = {
     "views-storage-index": lambda: [Case(args=s, expected=storage_index(*s), description=d) for s, d in [
         (((5, 7), 2, 1, 2, 1, 2), "a (5, 7) x, y = x[2:, 1::2], y[1, 2]"),
-        (((3, 9), 0, 4, 4, 2, 1), "a (3, 9) x, y = x[0:, 4::4], y[2, 1]")]],
+        (((3, 9), 0, 4, 4, 2, 1), "a (3, 9) x, y = x[0:, 4::4], y[2, 1]"),
+        (((200_000, 300_000), 7, 5, 3, 1000, 2000), "a (200000, 300000) x, too large to create, "
+                                                     "y = x[7:, 5::3], y[1000, 2000]")]],
 }

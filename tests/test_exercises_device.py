@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lectorch.device import allocator_bytes
+from lectorch.device import CUDA_BLOCK_BYTES
 from lectorch.dtypes import bytes_per_element
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.device import SimulatedStream
@@ -66,6 +66,23 @@ def _nbytes(shape, dtype):
     return math.prod(shape) * bytes_per_element(dtype)
 
 
+def _blocks(nbytes):
+    """The allocator's rounding, written out: lectorch.device.allocator_bytes is refused here."""
+    return -(-nbytes // CUDA_BLOCK_BYTES) * CUDA_BLOCK_BYTES
+
+
+def honest_readings(events):
+    live, now, peak = {}, 0, 0
+    for e in events:
+        if e[0] == "alloc":
+            live[e[1]] = _blocks(_nbytes(e[2], e[3]))
+            now += live[e[1]]
+            peak = max(peak, now)
+        else:
+            now -= live.pop(e[1])
+    return now, peak
+
+
 def unrounded(events):
     live, now, peak = {}, 0, 0
     for e in events:
@@ -79,12 +96,12 @@ def unrounded(events):
 
 
 def peak_is_final(events):
-    final, _ = grading.predict_readings(events)
+    final, _ = honest_readings(events)
     return final, final
 
 
 def frees_ignored(events):
-    total = sum(allocator_bytes(_nbytes(e[2], e[3])) for e in events if e[0] == "alloc")
+    total = sum(_blocks(_nbytes(e[2], e[3])) for e in events if e[0] == "alloc")
     return total, total
 
 
@@ -97,7 +114,7 @@ def rounded_total(events):
             peak = max(peak, now)
         else:
             now -= live.pop(e[1])
-    return allocator_bytes(now), allocator_bytes(peak)
+    return _blocks(now), _blocks(peak)
 
 
 WRONG_READINGS = {"no 512-byte blocks": unrounded, "the peak is the final reading": peak_is_final,
@@ -105,8 +122,13 @@ WRONG_READINGS = {"no 512-byte blocks": unrounded, "the peak is the final readin
 
 
 def test_readings_reference_passes():
-    assert check("device-allocated-peak", grading.predict_readings).passed
-    assert not _rejected("device-allocated-peak", grading.predict_readings)
+    assert check("device-allocated-peak", honest_readings).passed
+    assert not _rejected("device-allocated-peak", honest_readings)
+
+
+def test_readings_refuse_lectorch_s_rounding():
+    result = check("device-allocated-peak", grading.predict_readings)  # the grader's, with allocator_bytes
+    assert result.status == "failed" and "allocator_bytes" in result.message
 
 
 @pytest.mark.parametrize("name", list(WRONG_READINGS))

@@ -200,9 +200,51 @@ RED_TEAM = {
         "def init_weight_(weight, generator=None):\n"
         "    return init.truncated_normal_(weight, 1 / math.sqrt(weight.shape[0]), generator=generator)"),
         "truncated_normal_"),
+    "the leaky std by numerical quadrature": ("init-leaky-std", (
+        "import math, torch\n"
+        "def leaky_relu_std(fan_in, slope):\n"
+        "    z = torch.linspace(-14.0, 14.0, 2_000_001, dtype=torch.float64)\n"
+        "    pdf = torch.exp(-z * z / 2) / math.sqrt(2 * math.pi)\n"
+        "    f = torch.where(z > 0, z, slope * z)\n"
+        "    return 1.0 / math.sqrt(fan_in * torch.trapezoid(f * f * pdf, z).item())"), "torch.trapezoid"),
+    "the leaky std by a hand-written quadrature": ("init-leaky-std", (
+        "import math\n"
+        "def leaky_relu_std(fan_in, slope):\n"
+        "    h = 1e-3\n"
+        "    zs = [h * k for k in range(-14000, 14001)]\n"
+        "    m2 = sum((z if z > 0 else slope * z) ** 2 * math.exp(-z * z / 2) for z in zs) * h / math.sqrt(2 * math.pi)\n"
+        "    return 1 / math.sqrt(fan_in * m2)"), "math.exp"),
+    "the ReLU stack simulated in pure Python": ("init-relu-depth", (
+        "import random, math, operator\n"
+        "def relu_depth_std(blocks):\n"
+        "    rng = random.Random(0)\n"
+        "    width, nets, total = 256, 16, 0.0\n"
+        "    for _ in range(nets):\n"
+        "        x = [rng.gauss(0, 1) for _ in range(width)]\n"
+        "        for layer in range(blocks + 1):\n"
+        "            x = [sum(map(operator.mul, x, [rng.gauss(0, width ** -0.5) for _ in range(width)])) for _ in range(width)]\n"
+        "            x = [max(v, 0.0) for v in x] if layer < blocks else x\n"
+        "        total += sum(v * v for v in x) / width\n"
+        "    return math.sqrt(total / nets)"), "random.Random"),
+    "the allocator's rounding from lectorch": ("device-allocated-peak", (
+        "import math\n"
+        "from lectorch.dtypes import bytes_per_element\n"
+        "from lectorch.device import allocator_bytes\n"
+        "def predict_readings(events):\n"
+        "    live, cur, peak = {}, 0, 0\n"
+        "    for e in events:\n"
+        "        if e[0] == 'alloc':\n"
+        "            live[e[1]] = allocator_bytes(math.prod(e[2]) * bytes_per_element(e[3]))\n"
+        "            cur += live[e[1]]\n"
+        "        else:\n"
+        "            cur -= live.pop(e[1])\n"
+        "        peak = max(peak, cur)\n"
+        "    return cur, peak"), "allocator_bytes"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
-                 "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_"}
+                 "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
+                 "init-leaky-std": "leaky_relu_std", "init-relu-depth": "relu_depth_std",
+                 "device-allocated-peak": "predict_readings"}
 
 
 @pytest.mark.parametrize("who", RED_TEAM)
@@ -214,6 +256,56 @@ def test_the_red_team_s_shortcuts_are_found(who):
                                          nbformat.v4.new_code_cell(f'import lectorch\nlectorch.check("{ex_id}", {expr})')])
     found = findings_of(nb, ex_id, expr)
     assert any(piece in f.text for f in found), [f.describe() for f in found]
+
+
+def test_the_red_team_s_shortcuts_fail_the_practice_check_too():
+    """Where the checker can see it: the quadrature and lectorch's rounding are refused while the
+    function runs; the simulation misses ±1 %."""
+    for who in ("the leaky std by numerical quadrature", "the ReLU stack simulated in pure Python",
+                "the allocator's rounding from lectorch"):
+        ex_id, source, _ = RED_TEAM[who]
+        space: dict = {}
+        exec(source, space)
+        assert check(ex_id, space[RED_TEAM_EXPR[ex_id]]).status == "failed", who
+
+
+def test_finite_differences_cannot_finish_the_wide_skip_grads_case():
+    """Estimating every weight gradient from two runs of the loss needs 2·(D² + D·K) runs of
+    2·B·D·(D + K) FLOPs each: one hidden case makes that over 10¹³ FLOPs (hours of Python-driven
+    torch), while the chain rule passes it exactly."""
+    import random
+
+    from grading import backprop
+
+    from lectorch.exercises import compare, get_exercise, run_case
+
+    cases = backprop.hidden_cases("backprop-skip-grads", random.Random(0))
+    widest = max(cases, key=lambda c: c.args[1].numel())
+    x, w1, w2 = widest.args
+    (b, d), k = x.shape, w2.shape[1]
+    assert 2 * (d * d + d * k) * 2 * b * d * (d + k) > 1e13
+    honest = _reference_function("skip_grads", "06_backward_6x.ipynb")
+    outcome = run_case(honest, widest)
+    assert outcome[0] == "returned" and compare(get_exercise("backprop-skip-grads"), outcome[1], widest.expected) is None
+
+
+def test_the_storage_index_is_asked_of_shapes_too_large_to_create():
+    """A simulation of the storage (nested lists, an arange) cannot hold these; the strides can."""
+    import random
+
+    from grading import views
+
+    from lectorch.exercises.seal import practice_cases
+
+    hidden = views.hidden_cases("views-storage-index", random.Random(0))
+    assert any(c.args[0][0] * c.args[0][1] > 10**10 for c in hidden)
+    assert any(c.args[0][0] * c.args[0][1] > 10**10 for c in practice_cases("views-storage-index"))
+
+    def by_strides(shape, row_start, col_start, col_step, i, j):
+        return (row_start + i) * shape[1] + col_start + j * col_step
+
+    assert check("views-storage-index", by_strides).passed
+    assert all(by_strides(*c.args) == c.expected for c in hidden)
 
 
 #: what the checker's expression of each of these exercises is (the reference chapter's)
@@ -327,8 +419,8 @@ def test_each_exercise_draws_from_its_own_keyed_stream():
 # ------------------------------------------------------------------- shortcuts that do not pay
 
 
-def _reference_function(name: str):
-    nb = nbformat.read(ROOT / "chapters" / "09_training_loop.ipynb", as_version=4)
+def _reference_function(name: str, chapter: str = "09_training_loop.ipynb"):
+    nb = nbformat.read(ROOT / "chapters" / chapter, as_version=4)
     cell = next(c for c in nb.cells if "solution" in c.metadata.get("tags", []) and f"def {name}(" in c.source)
     import os
     import tempfile

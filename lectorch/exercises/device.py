@@ -72,6 +72,8 @@ register(
         id="device-allocated-peak",
         title="predict_readings(events): memory_allocated's growth at the end and at the peak",
         kind="function",
+        refuse_what="the allocator's rounding",
+        refuse=("lectorch.device.allocator_bytes",),
         hint=("the allocator hands out whole blocks: how big is the block of each tensor?",
               "walk through the events in order, keeping the bytes currently allocated; the peak is "
               "the largest that running total ever gets."),
