@@ -245,6 +245,8 @@ def _judge_item(ctx: Context, ran: sandbox.Ran, item: dict, sub: str, name: str)
         status, message = "error", f"the answer could not be graded ({type(err).__name__})"
     if status == "missing" and ran.outcome != "ok":
         status, message = "not reached", ran.detail
+    if isinstance(record, dict):
+        message = review.program_errors(status, message, record.get("program_errors"))
     return Grade(sub, name, ex_id, status, message)
 
 

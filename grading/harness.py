@@ -251,6 +251,8 @@ def collect(namespace: dict, plan_path: str, out_dir: str, only: list[str] | Non
         if only is not None and item["id"] not in only:
             continue
         record: dict[str, Any] = {"id": item["id"], "found": True}
+        if item.get("program_errors"):  # the fresh process's statements that raised
+            record["program_errors"] = item["program_errors"]
         try:
             answer = eval(item["expr"], namespace)  # the reference chapter's expression
         except NameError as err:

@@ -192,6 +192,11 @@ class Program:
         """Python source of the statements, to run in a fresh process."""
         return "\n\n".join(ast.unparse(s.node) for s in self.statements) + "\n"
 
+    def origins(self) -> list[list[int]]:
+        """(cell, line) of each statement of :meth:`source` in the notebook ((0, 0): the grader's
+        own), so that a statement that raises in the fresh process is named where the student wrote it."""
+        return [[s.cell, s.node.lineno if s.cell else 0] for s in self.statements]
+
 
 def _cell_text(cell: Mapping) -> str:
     source = cell.get("source", "")
@@ -651,9 +656,23 @@ def split(notebook: Mapping, items: list[dict], refusals: Mapping[str, dict],
         # the check expression's own helpers (the grader's, imported by the program) stay
         kept = {f"{module}.{name}" for name, module in own.items()}
         refuse = {**spec, "names": [n for n in spec.get("names", ()) if n not in kept]}
-        fresh.append({**item, "refuse": refuse, "program": program.source(),
+        fresh.append({**item, "refuse": refuse, "program": program.source(), "origins": program.origins(),
                       "outside": item.get("runner") in OUTSIDE_RUNNERS})
     return plain, fresh, findings
+
+
+#: a statement of the program that raised in the fresh process (where the exercise's forbidden
+#: routines do not exist): what an answer's later NameError comes from
+PROGRAM_ERROR = "cell {cell}, line {line} raised {error} in the grader's run, where what this exercise forbids does not exist"
+
+
+def program_errors(status: str, message: str, errors: Any) -> str:
+    """``message``, with the program's statements that raised, when the answer did not pass."""
+    if status == "passed" or not isinstance(errors, list) or not errors:
+        return message
+    said = "; ".join(PROGRAM_ERROR.format(cell=e.get("cell", 0), line=e.get("line", 0), error=str(e.get("error", ""))[:160])
+                     for e in errors[:2] if isinstance(e, dict))
+    return f"{message} ({said})" if said else message
 
 
 def verdict(status: str, message: str, findings: list[Finding]) -> tuple[str, str]:

@@ -358,3 +358,19 @@ def test_the_page_and_the_checker_state_the_tolerance_the_checker_uses():
     for text in (exercise, get_exercise("train-resume").summary):
         stated = re.findall(r"within (\d(?:\.\d+)?e-\d+)", text)
         assert stated and all(float(s) == ex.RESUME_TOL for s in stated), (stated, ex.RESUME_TOL)
+
+
+def test_a_doubled_rate_is_named_as_found_without_a_rule():
+    """The message says what the check saw (twice the rate), not which term to change: a doubled
+    rate in the warm-up has nothing to do with the cosine."""
+    def doubled(step, max_lr, min_lr, warmup_steps, total_steps):
+        return 2 * grading.torch_cosine_lr(step, max_lr, min_lr, warmup_steps, total_steps)
+
+    message = ex._compare_lr(2e-3 * 0.5, {"max_lr": 1e-3, "lr_over_max": 0.5})
+    assert message == "0.001 is twice the schedule's rate at this step."
+    result = check("train-lr-at-step", doubled)
+    assert result.status == "failed" and "twice the schedule's rate" in result.message and "cos" not in result.message
+
+
+def test_get_batch_practises_a_batch_of_one():
+    assert any(c.kwargs.get("generator") is not None and c.args[1] == 1 for c in ex.GET_BATCH_CASES)

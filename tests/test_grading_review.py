@@ -502,3 +502,57 @@ def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
     with capsys.disabled():
         print(f"\n[grading] {len(SHORTCUTS)} shortcuts in {len(cells_of)} notebooks: {counts}; "
               + ", ".join(f"{r.submission}/{r.notebook[:2]} {r.seconds:.0f} s" for r in report.runs))
+
+
+# ------------------------------------------------------- a statement that raises in the fresh run
+
+
+def _fresh_errors(nb, ex_id: str, expr: str) -> list[dict]:
+    """The fresh process's statements that raised, for ``nb``'s program (run in a forked child:
+    removing what the exercise forbids changes the process for good)."""
+    import json
+    import os
+
+    sys.path.insert(0, str(ROOT / "grading" / "kernel_site"))
+    import lectorch_grading_fresh as fresh
+
+    program = review.build(nb, ex_id, expr)
+    item = {"refuse": refusals()[ex_id], "program": program.source(), "origins": program.origins()}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            _, errors = fresh._namespace(item)
+            os.write(write, json.dumps(errors).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_a_jit_string_that_fails_in_the_fresh_run_is_named_with_its_line():
+    """TorchScript compiles the string against the routines the fresh process removed: the statement
+    raises there, and the answer's NameError comes with the line that raised and why."""
+    source = ('import torch\n'
+              '_cu = torch.jit.CompilationUnit("""\n'
+              'def g(x, w1, w2):\n'
+              '    a = w1.detach().clone().requires_grad_()\n'
+              '    b = w2.detach().clone().requires_grad_()\n'
+              '    loss = ((torch.relu(torch.mm(x, a)) + x).mm(b)).sum()\n'
+              '    gs = torch.auto""" + """grad.grad([loss], [a, b])\n'
+              '    return gs[0], gs[1]\n'
+              '""")\n'
+              'def skip_grads(x, w1, w2):\n'
+              '    return _cu.g(x, w1, w2)')
+    nb = notebook_of("backprop-skip-grads", [source])
+    program = review.build(nb, "backprop-skip-grads", "skip_grads")
+    assert "_cu = torch.jit.CompilationUnit" in program.source()  # the binding is in the program
+    assert program.origins()[-2:] == [[2, 2], [2, 10]]
+    errors = _fresh_errors(nb, "backprop-skip-grads", "skip_grads")
+    assert [(e["cell"], e["line"]) for e in errors] == [(2, 2)], errors
+    message = review.program_errors("error", "your function raised NameError: name '_cu' is not defined.", errors)
+    assert "cell 2, line 2 raised NotSupportedError" in message and "forbids does not exist" in message
+    assert review.program_errors("passed", "Correct.", errors) == "Correct."

@@ -71,28 +71,33 @@ def _remove(spec: dict | None):
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
 
 
-def _namespace(item: dict) -> dict:
+def _namespace(item: dict) -> tuple[dict, list[dict]]:
     """In a forked child: remove what the exercise forbids, then run the program the grader built
-    from the notebook (statement by statement; a failing one does not stop the rest)."""
+    from the notebook (statement by statement; a failing one does not stop the rest). Returns the
+    namespace and the statements that raised (their cell, line and error)."""
     import ast
     import contextlib
 
     no_tensors = _remove(item.get("refuse"))
     namespace: dict[str, Any] = {"__name__": "__main__"}
-    for node in ast.parse(item["program"]).body:
+    origins = item.get("origins") or []
+    errors = []
+    for k, node in enumerate(ast.parse(item["program"]).body):
         code = compile(ast.Module(body=[node], type_ignores=[]), "<exercise>", "exec")
         try:
             with no_tensors() if no_tensors is not None else contextlib.nullcontext():
                 exec(code, namespace)  # the student's statements, as the grader read them
-        except BaseException:  # noqa: BLE001 - like a cell that raised: the next one runs
-            pass
-    return namespace
+        except BaseException as err:  # noqa: BLE001 - like a cell that raised: the next one runs
+            cell, line = origins[k] if k < len(origins) else (0, 0)
+            first = (str(err).strip().splitlines() or [""])[0]
+            errors.append({"cell": cell, "line": line, "error": f"{type(err).__name__}: {first}"[:200]})
+    return namespace, errors
 
 
 def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
     """In a forked child: the exercise's program, then its answer collected as in a notebook."""
-    namespace = _namespace(item)
-    one = dict(item)  # a plan of this exercise alone (its record is written even when not found)
+    namespace, errors = _namespace(item)
+    one = dict(item, program_errors=errors[:3])  # a plan of this exercise alone (its record is written even when not found)
     if one.get("inputs"):
         one["inputs"] = str(Path(plan_path).parent / one["inputs"])
     mine = out / "plan.json"
@@ -210,7 +215,7 @@ def _answer_side(item: dict, sock) -> None:
     """In the forked child: run the program, then call the answer whenever the grader's process
     asks, with stubs for the callables it was given (each stub asks the grader's process to call
     the real one, e.g. a simulated device's run, sync or clock, and returns its number)."""
-    namespace = _namespace(item)
+    namespace, _ = _namespace(item)
     try:
         answer = eval(item["expr"], namespace)
     except Exception as err:  # noqa: BLE001 - the answer is not there

@@ -98,6 +98,8 @@ GET_BATCH_CASES = public_cases("train-get-batch", (
                description="400 draws from 12 tokens: every valid start must come up"),
     batch_case(GeneratorSeed(5), n=50, batch_size=2, context_length=49,
                description="windows as long as the data allows"),
+    batch_case(GeneratorSeed(3), n=30, batch_size=1, context_length=6,
+               description="a batch of one: still (1, context_length)"),
     Case(args=(stream(8), 2, 8, "cpu"), kwargs={"generator": GeneratorSeed(0)}, raises=ValueError,
          description="context_length equal to the data length must raise ValueError"),
 ))
@@ -117,8 +119,8 @@ register(
               "device; raise ValueError when context_length >= len(data)."),
         compare=check_batch,
         cases=GET_BATCH_CASES,
-        summary=("runs your function on 4 cases (hidden ones when graded): shapes, dtype, the shift, real "
-                 "windows, every valid start, the generator's own draw, the ValueError"),
+        summary=("runs your function on 5 cases (hidden ones when graded): shapes, dtype, the shift, real "
+                 "windows, every valid start, the generator's own draw, a batch of one, the ValueError"),
     )
 )
 
@@ -147,7 +149,7 @@ def _compare_lr(got: Any, expected: dict) -> str | None:
     if close(got / scale, want, atol=LR_TOL):
         return None
     if got and close(got / scale / 2, want, atol=LR_TOL / 2):
-        return "twice the schedule's value: the cosine term is 0.5 · (1 + cos), not (1 + cos)."
+        return "{got!r} is twice the schedule's rate at this step.".format(got=got)
     return f"{got!r} is not the schedule's rate at this step (allowed: 8 float32 ulps of max_lr)."
 
 
