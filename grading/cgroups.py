@@ -61,6 +61,22 @@ def _v1_dir(controller: str) -> Path | None:
     return None
 
 
+def _v1_group(controller: str, name: str, limit_file: str, value: int) -> Path | None:
+    """A new v1 cgroup ``name`` of ``controller`` with ``limit_file`` set to ``value`` (None when
+    that hierarchy is not mounted or not ours to write)."""
+    root = _v1_dir(controller)
+    if root is None or not os.access(root, os.W_OK):
+        return None
+    group = root / name
+    group.mkdir()
+    try:
+        (group / limit_file).write_text(str(value))
+    except OSError:
+        group.rmdir()
+        raise
+    return group
+
+
 def _v2_dir() -> Path | None:
     for mount, kind, _ in _mounts():
         if kind == "cgroup2":
@@ -91,18 +107,9 @@ class Cgroup:
                 swap = memory / "memory.memsw.limit_in_bytes"
                 if swap.exists():  # no swapping out of the limit
                     swap.write_text(str(memory_bytes))
-                pids_dir = None
-                p1 = _v1_dir("pids")
-                if p1 is not None and os.access(p1, os.W_OK):
-                    pids_dir = p1 / name
-                    pids_dir.mkdir()
-                    (pids_dir / "pids.max").write_text(str(pids))
-                cpu_dir = None
-                c1 = _v1_dir("cpu")
-                if c1 is not None and os.access(c1, os.W_OK):
-                    cpu_dir = c1 / name
-                    cpu_dir.mkdir()
-                    (cpu_dir / "cpu.shares").write_text(str(CPU_SHARES))
+                pids_dir = cpu_dir = None  # one by one: a failure removes the groups made before it
+                pids_dir = _v1_group("pids", name, "pids.max", pids)
+                cpu_dir = _v1_group("cpu", name, "cpu.shares", CPU_SHARES)
             except OSError:
                 cls(1, memory, pids_dir, cpu_dir).remove()
                 raise

@@ -171,9 +171,18 @@ def _decode_child(out: int, data: bytes) -> None:
         view = view[os.write(out, view):]
 
 
-def _read_exact(fd: int, n: int) -> bytes:
+def _read_exact(fd: int, n: int, deadline: float | None = None) -> bytes:
+    """``n`` bytes from ``fd`` (``EOFError`` when it closes first); with a ``deadline`` (of
+    ``time.monotonic``), ``TimeoutError`` when they have not all come by then."""
+    import select
+    import time
+
     chunks, left = [], n
     while left:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise TimeoutError
         chunk = os.read(fd, min(left, 2**20))
         if not chunk:
             raise EOFError
@@ -251,7 +260,6 @@ class _Server:
                                      stderr=subprocess.DEVNULL)
 
     def ask(self, data: bytes, seconds: float) -> bytes:
-        import select
         import struct
         import time
 
@@ -260,22 +268,8 @@ class _Server:
         self.proc.stdin.flush()
         out = self.proc.stdout.fileno()
         deadline = time.monotonic() + seconds
-
-        def read(n: int) -> bytes:
-            chunks, left = [], n
-            while left:
-                wait = deadline - time.monotonic()
-                if wait <= 0 or not select.select([out], [], [], wait)[0]:
-                    raise TimeoutError
-                chunk = os.read(out, min(left, 2**20))
-                if not chunk:
-                    raise EOFError
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks)
-
-        (size,) = struct.unpack("<Q", read(8))
-        return read(size)
+        (size,) = struct.unpack("<Q", _read_exact(out, 8, deadline))
+        return _read_exact(out, size, deadline)
 
     def close(self) -> None:
         self.proc.kill()

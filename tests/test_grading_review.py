@@ -251,10 +251,7 @@ RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "My
 def test_the_red_team_s_shortcuts_are_found(who):
     ex_id, source, piece = RED_TEAM[who]
     expr = RED_TEAM_EXPR[ex_id]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a submission"),
-                                         nbformat.v4.new_code_cell(source),
-                                         nbformat.v4.new_code_cell(f'import lectorch\nlectorch.check("{ex_id}", {expr})')])
-    found = findings_of(nb, ex_id, expr)
+    found = findings_of(notebook_of(ex_id, [source], expr), ex_id, expr)
     assert any(piece in f.text for f in found), [f.describe() for f in found]
 
 
@@ -315,9 +312,10 @@ EXPR = {"precision-log-softmax": "log_softmax", "backprop-skip-grads": "skip_gra
         "train-accumulate": "accumulated_training"}
 
 
-def notebook_of(ex_id: str, cells: list[str]) -> nbformat.NotebookNode:
+def notebook_of(ex_id: str, cells: list[str], expr: str | None = None) -> nbformat.NotebookNode:
+    """A submission: a title, ``cells``, then the check of ``ex_id`` on ``expr`` (its usual one)."""
     code = [nbformat.v4.new_code_cell(c) for c in cells]
-    check_cell = nbformat.v4.new_code_cell(f'import lectorch\nlectorch.check("{ex_id}", {EXPR[ex_id]})')
+    check_cell = nbformat.v4.new_code_cell(f'import lectorch\nlectorch.check("{ex_id}", {expr or EXPR[ex_id]})')
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a submission"), *code, check_cell])
 
 

@@ -271,8 +271,22 @@ def stored_data() -> dict:
     return json.loads(SEALS_FILE.read_text(encoding="utf-8"))
 
 
+class _Tolerance:
+    """The (rtol, atol) fields of a seal's token (``kind|rtol|atol|...``)."""
+
+    token: str
+
+    @property
+    def rtol(self) -> float:
+        return float(self.token.split("|")[1])
+
+    @property
+    def atol(self) -> float:
+        return float(self.token.split("|")[2])
+
+
 @dataclasses.dataclass(frozen=True)
-class Sealed:
+class Sealed(_Tolerance):
     """An exercise's expected answer, known by its seal (a token; see the module).
 
     >>> s = Sealed.of("doc-seal", 12, rtol=1e-6)
@@ -299,14 +313,6 @@ class Sealed:
     @property
     def numeric(self) -> bool:
         return self.token[0] in "rae"
-
-    @property
-    def rtol(self) -> float:
-        return float(self.token.split("|")[1])
-
-    @property
-    def atol(self) -> float:
-        return float(self.token.split("|")[2])
 
     def matches(self, exercise_id: str, answer: Any) -> bool:
         """True when ``answer`` is within the sealed interval (exactly: see the module)."""
@@ -352,19 +358,11 @@ def seal(salt: str, value: Any, *, rtol: float = 0.0, atol: float = 0.0) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class SealedNumber:
+class SealedNumber(_Tolerance):
     """An expected number or exact value (int, bool, string, tuple of ints) known by its seal."""
 
     salt: str
     token: str
-
-    @property
-    def rtol(self) -> float:
-        return float(self.token.split("|")[1])
-
-    @property
-    def atol(self) -> float:
-        return float(self.token.split("|")[2])
 
     def matches(self, got: Any) -> bool:
         return token_matches(self.salt, self.token, got)
