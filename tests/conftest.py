@@ -9,9 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+
+# A property is about values, not speed: with every core busy one example can take a second, which
+# hypothesis's default deadline (200 ms) would report as a failure.
+settings.register_profile("lectorch", deadline=None)
+settings.load_profile("lectorch")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects

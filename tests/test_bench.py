@@ -92,19 +92,20 @@ def test_synchronize_frames_every_trial(monkeypatch):
     assert timed.count("sync") >= 2 * 5
 
 
-def test_timing_includes_the_work_a_synchronize_waits_for(monkeypatch):
+def test_timing_includes_the_work_a_synchronize_waits_for(monkeypatch, fake_clock):
     """A fake asynchronous device: calls return at once, the work happens at synchronisation.
 
     Without the synchronisation inside the timed region the harness would report ~0 s per call."""
+    clock = fake_clock(0.0)
     pending = []
 
     def fake_sync(device):
-        time.sleep(0.002 * len(pending))
+        clock.now += 0.002 * len(pending)  # the queued work finishes while the host waits
         pending.clear()
 
     monkeypatch.setattr(bench, "synchronize", fake_sync)
     t = benchmark(lambda: pending.append(1), device="cpu", warmup=1, trials=5, min_trial_s=0.01)
-    assert t.median_s == pytest.approx(0.002, rel=0.5)
+    assert t.median_s == pytest.approx(0.002, rel=1e-9)
 
 
 # --- agreement with torch.utils.benchmark -------------------------------------------------------
