@@ -8,7 +8,9 @@ same messages the translated book uses; code stays one source), its MyST turned 
 Markdown (roles into their text or glued value, directives into quotes and bold labels, the
 include inlined), each exercise's stub in its cell with the check cell under it, and the reference
 solution folded away in a ``<details>`` block below the check (self-study) or left out (class).
-The notebook's metadata records its language (``metadata.lectorch.language``).
+The notebook's metadata records its language (``metadata.lectorch.language``, which the grader
+reads), and a translated notebook's setup cell (its first code cell) ends with
+``lectorch.set_language(…)``, so the checkers answer in that language (:func:`setup_line`).
 
 The self-study book's download buttons give these notebooks (tools/build_book.py), the class book's
 give its own (tools/class_edition.py), and ``make student`` writes them (tools/student_edition.py).
@@ -303,9 +305,18 @@ def reader_notebook(nb, name: str, language: str = ENGLISH, *, solutions: str = 
     if pending is not None and solutions == "fold":
         cells.append(_solution_fold(pending, page))
     out.cells = cells
+    setup = next((c for c in cells if c.cell_type == "code"), None)
+    if setup is not None and setup_line(language):
+        setup.source = setup.source.rstrip("\n") + setup_line(language)
     out.metadata["lectorch"] = {"language": language, "edition": "self-study" if solutions == "fold" else "class",
                                 "source": f"{docname}.ipynb"}
     return out
+
+
+def setup_line(language: str) -> str:
+    """What a translated notebook's first code cell ends with (nothing in English): the checkers'
+    messages in the notebook's language (``lectorch.i18n``)."""
+    return "" if language == ENGLISH else f'\nimport lectorch\nlectorch.set_language("{language}")'
 
 
 def myst_left(nb) -> list[str]:
