@@ -362,7 +362,7 @@ def public_cases_of(ex: Exercise) -> list[Case]:
 
 def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
     if _not_done(answer):
-        return CheckResult(ex.id, "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again.")
+        return CheckResult(ex.id, "not implemented", tr("Not implemented yet: replace the `...` with your answer and run the cell again."))
     if not ex.takes_function:
         if ex.kind == "prediction":
             _PREDICTED[ex.id] = answer  # the measurement may be shown now (``after_prediction``)
@@ -438,7 +438,7 @@ def judge_unreadable(what: str) -> tuple[str, str]:
 
 
 def judge_not_callable(ex: Exercise, got: Any) -> tuple[str, str]:
-    asked = " of the setting (as the stub defines it)" if ex.kind != "function" else ""
+    asked = tr(" of the setting (as the stub defines it)") if ex.kind != "function" else ""
     return "failed", tr("Expected a function{asked}, got {got}.").format(asked=asked, got=short(got))
 
 
@@ -466,7 +466,7 @@ def judge_cases(ex: Exercise, cases: list[tuple[Any, str | None, str]],
                 return "failed", tr("{where}: {message}").format(where=where, message=outcome.message)
             if raises is not None and raises in outcome.names:
                 continue
-            kind = outcome.names[0] if outcome.names else "an error"
+            kind = outcome.names[0] if outcome.names else tr("an error")
             return "error", tr("{where}: your function raised {kind}: {message}.").format(where=where, kind=kind, message=outcome.message[:200])
         if outcome.kind == "unreadable":
             status, message = judge_unreadable(outcome.message)
@@ -597,7 +597,7 @@ def _measured_text(prediction: Any, measured: float | None) -> str:
     m, p = _as_real(measured), _as_real(prediction)
     if m is None:
         return ""
-    ratio = f", {m / p:.2g}× your prediction" if p else ""
+    ratio = tr(", {ratio:.2g}× your prediction").format(ratio=m / p) if p else ""
     return tr(" (measured on this machine: {m:.3g}{ratio})").format(m=m, ratio=ratio)
 
 
