@@ -338,6 +338,17 @@ def visible_prose(nb) -> str:
     return "\n\n".join(parts)
 
 
+def checker_text(nb) -> str:
+    """What the checkers said in an executed notebook: the printed and displayed text of its check
+    cells (a notebook as downloaded has none)."""
+    parts = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "lectorch.check(" in cell.source:
+            for output in cell.get("outputs", []):
+                parts.append(output.get("text") or output.get("data", {}).get("text/plain", ""))
+    return "\n\n".join(p for p in parts if p)
+
+
 def english_prose(nb) -> list[str]:
     """The paragraphs of a translated notebook's prose with no Chinese and two or more English words."""
     return [para.strip() for para in re.split(r"\n\s*\n", visible_prose(nb))
@@ -372,16 +383,18 @@ def replace_downloads(html: Path, language: str, *, solutions: str) -> list[Path
 
 
 def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, int]]]:
-    """English words, all words and the commonest English words of the notebooks' visible prose,
-    counted as tools/reader_metrics.py counts the book's (names, acronyms and identifiers are not
-    English; a Chinese word is 1.65 characters)."""
+    """English words, all words and the commonest English words of the notebooks' visible text (the
+    prose and, in an executed notebook, the checkers' messages), counted as tools/reader_metrics.py
+    counts the book's (names, acronyms and identifiers are not English; a Chinese word is 1.65
+    characters)."""
     import collections
 
     from reader_metrics import english_share as share
 
     english, words, counted = 0, 0.0, collections.Counter()
     for path in notebooks:
-        found, total, which = share(visible_prose(nbformat.read(path, as_version=4)))
+        nb = nbformat.read(path, as_version=4)
+        found, total, which = share(visible_prose(nb) + "\n\n" + checker_text(nb))
         english, words = english + found, words + total
         counted.update(which)
     return english, words, counted.most_common(15)
@@ -391,6 +404,7 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] != ["share"] or len(sys.argv) < 3:
-        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose)")
+        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose and "
+                 "checker messages)")
     english, words, common = english_share([Path(p) for p in sys.argv[2:]])
     print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")
