@@ -463,7 +463,7 @@ def spec_table(*, variants: bool = False) -> list[dict[str, object]]:
     adds the board variants (:data:`VARIANTS`).
 
     >>> spec_table()[0]["GPU"], len(spec_table(variants=True)) - len(spec_table())
-    ('A100 SXM 80GB', 8)
+    ('A100 SXM 80GB', 12)
     """
     rows = []
     for spec in (ALL_GPUS if variants else GPUS).values():

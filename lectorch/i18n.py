@@ -10,10 +10,10 @@ The language is the one set by :func:`set_language` (the setup cell of a 中文 
 ``lectorch.set_language("zh_CN")``), else the environment variable ``LECTORCH_LANGUAGE``, else
 English.
 
->>> set_language("zh_CN"); tr("Fix it and run the check again.")
-'改正后再运行一次检查。'
->>> set_language("en"); tr("Fix it and run the check again.")
-'Fix it and run the check again.'
+>>> set_language("zh_CN"); tr("exactly")
+'精确相等'
+>>> set_language(None); tr("exactly")  # back to LECTORCH_LANGUAGE, else English
+'exactly'
 """
 
 from __future__ import annotations
