@@ -28,6 +28,8 @@ from grading.collect import Notebook, Refused, ascii_name, escape
 from grading.judge import judge
 from grading.report import Grade, Records, Report, Run
 from grading.sandbox import Isolation, Limits
+from lectorch import i18n
+from lectorch.i18n import tr
 
 
 def _refusals() -> dict[str, dict]:
@@ -130,7 +132,8 @@ def grade_notebook(ctx: Context, nb: Notebook, slot: int = 0) -> tuple[list[Grad
         run = Run(sub, name, "no reference", 0.0, f"no reference chapter named {name}", where)
         return _not_graded(sub, name, None, "not graded", run.detail), run
     try:
-        grades, outcome, detail = _grade(ctx, nb, chapter, sub, name, slot)
+        with i18n.language(None):  # the notebook's own, once _grade has read its metadata
+            grades, outcome, detail = _grade(ctx, nb, chapter, sub, name, slot)
     except Exception as err:  # noqa: BLE001 - the grader's own failure on this notebook only
         detail = f"the grader failed on this notebook ({type(err).__name__}: {escape(str(err))[:200]})"
         grades, outcome = _not_graded(sub, name, chapter, "not graded", detail), "error"
@@ -168,13 +171,15 @@ def _grade(ctx: Context, nb: Notebook, chapter: Chapter, sub: str, name: str,
         for _, ex_id, _, _ in todo:
             grades[ex_id] = Grade(sub, name, ex_id, "not reached", detail)
         return result("invalid", detail)
+    i18n.switch(i18n.notebook_language(parsed.get("metadata")))  # its student reads the messages
     present = {ex_id for ex_id, _ in grading.check_calls(parsed)}
     del text
     plan_items, inputs = [], {}
     for index, ex_id, expr, entry in todo:
         if ex_id not in present:
             grades[ex_id] = Grade(sub, name, ex_id, "missing",
-                                  f'the check cell was deleted or changed: restore lectorch.check("{ex_id}", {expr})')
+                                  tr('the check cell was deleted or changed: restore lectorch.check("{id}", {expr})')
+                                  .format(id=ex_id, expr=expr))
             continue
         plan_items.append({"index": index, "id": ex_id, "expr": expr, "kind": entry["kind"], "inputs": None,
                            "refuse": _refusals().get(ex_id), "runner": _runners().get(ex_id)})
@@ -237,12 +242,12 @@ def _judge_item(ctx: Context, ran: sandbox.Ran, item: dict, sub: str, name: str)
                 record = {"unreadable": f"{type(err).__name__}: {str(err)[:100]}"}
             break
     if record is None:
-        why = ran.detail or "its answer was never collected (an earlier cell crashed the kernel?)"
+        why = ran.detail or tr("its answer was never collected (an earlier cell crashed the kernel?)")
         return Grade(sub, name, ex_id, "not reached", why)
     try:
         status, message = judge(ctx.registry[ex_id], ctx.bundle["exercises"][ex_id], record, item["expr"])
     except Exception as err:  # noqa: BLE001 - a tampered record must not stop the run
-        status, message = "error", f"the answer could not be graded ({type(err).__name__})"
+        status, message = "error", tr("the answer could not be graded ({type})").format(type=type(err).__name__)
     if status == "missing" and ran.outcome != "ok":
         status, message = "not reached", ran.detail
     if isinstance(record, dict):

@@ -13,6 +13,7 @@ from typing import Any
 import grading
 from grading import harness
 from lectorch.exercises import Outcome, judge_cases, judge_not_callable, judge_unreadable, judge_value
+from lectorch.i18n import tr
 
 
 def _unreadable(value: Any) -> str | None:
@@ -95,14 +96,15 @@ def judge(ex: Any, entry: dict, record: Any, expr: str) -> tuple[str, str]:
     """(status, message) of one exercise from its bundle entry and the sandbox's plain record,
     through the verdict engine the practice check uses (``lectorch.exercises.judge_cases``)."""
     if not isinstance(record, dict) or "unreadable" in record:
-        return "error", "the answer could not be read back from the notebook's kernel"
+        return "error", tr("the answer could not be read back from the notebook's kernel")
     if not record.get("found"):
         why = str(record.get("message", ""))[:200]
-        return "missing", f"no `{expr}` after running the notebook ({why})" if why else f"no `{expr}`"
+        return "missing", (tr("no `{expr}` after running the notebook ({why})").format(expr=expr, why=why) if why
+                           else tr("no `{expr}`").format(expr=expr))
     if entry["kind"] != "function":
         got = record.get("value")
         if _not_done(got):
-            return "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again."
+            return "not implemented", tr("Not implemented yet: replace the `...` with your answer and run the cell again.")
         outcome = _outcome({"returned": got})
         if outcome.kind == "unreadable":
             return judge_unreadable(outcome.message)
@@ -111,10 +113,10 @@ def judge(ex: Any, entry: dict, record: Any, expr: str) -> tuple[str, str]:
     if not record.get("callable"):
         got = record.get("value")
         if _not_done(got):
-            return "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again."
+            return "not implemented", tr("Not implemented yet: replace the `...` with your answer and run the cell again.")
         return judge_not_callable(ex, _restore(got))
     cases, results = entry["cases"], record.get("cases")
     if not isinstance(results, list) or len(results) != len(cases):
-        return "not reached", "the hidden cases did not all run (time limit?)"
+        return "not reached", tr("the hidden cases did not all run (time limit?)")
     views = [(grading.decode(c["expected"]), c["raises"], c["description"]) for c in cases]
     return judge_cases(ex, views, lambda i: _outcome(results[i - 1]))

@@ -12,8 +12,9 @@ training: bytes, FLOPs and seconds. Chapters import the topic modules directly::
 from lectorch._glue import glue
 from lectorch.device import describe_device, get_device
 from lectorch.exercises import check
+from lectorch.i18n import set_language
 from lectorch.randomness import seed_everything
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "check", "describe_device", "get_device", "glue", "seed_everything"]
+__all__ = ["__version__", "check", "describe_device", "get_device", "glue", "seed_everything", "set_language"]

@@ -249,6 +249,10 @@ _NVL_DENSE = {"fp64": 60 * T, "fp32": 60 * T, "tf32": 417.5 * T, "bf16": 835.5 *
 _A100_SOURCE = "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100)"
 _A100_NOTES = "Same compute as every A100; fp64 is the tensor-core figure (plain fp64 is 9.7 TFLOP/s)."
 _GH200_SOURCE = "NVIDIA GH200 Grace Hopper Superchip datasheet (nvidia.com/en-us/data-center/grace-hopper-superchip)"
+#: the China-market A100 and H100: the same chips and tensor-core peaks, NVLink cut to 400 GB/s
+_A800_SOURCE = "NVIDIA A800 Tensor Core GPU datasheet (nvidia.cn/data-center/a800)"
+_H800_SOURCE = "NVIDIA H800 Tensor Core GPU datasheet (nvidia.cn/data-center/h800)"
+_EXPORT_NVLINK = "NVLink cut to 400 GB/s (the A100's and H100's: 600 and 900 GB/s)"
 
 #: Board variants a cloud machine may have: same chip as a row of ``GPUS``, other memory, clocks
 #: or power. Looked up by :func:`get_gpu` and :func:`gpu_from_driver_name` like the main rows.
@@ -297,6 +301,33 @@ VARIANTS: dict[str, GPUSpec] = {
             notes="The Hopper GPU of a GH200 superchip with 144 GB HBM3e; fp64 is the tensor-core figure.",
         ),
         GPUSpec(
+            name="A800 SXM 80GB", architecture="Ampere", memory_bytes=80 * GiB, memory_type="HBM2e", host_link="PCIe 4.0 x16",
+            bandwidth_bytes_per_s=2039e9, dense=dict(_A100_DENSE), source=_A800_SOURCE,
+            notes="The China-market A100 SXM: the same compute and memory, " + _EXPORT_NVLINK + ". " + _A100_NOTES,
+            nvlink_bytes_per_s=400e9, nvlink_source="NVIDIA A800 Tensor Core GPU datasheet, SXM column: NVIDIA NVLink 400 GB/s",
+        ),
+        GPUSpec(
+            name="A800 PCIe 80GB", architecture="Ampere", memory_bytes=80 * GiB, memory_type="HBM2e", host_link="PCIe 4.0 x16",
+            bandwidth_bytes_per_s=1935e9, dense=dict(_A100_DENSE), source=_A800_SOURCE,
+            notes="The China-market A100 PCIe 80GB: the same compute and memory. " + _A100_NOTES,
+        ),
+        GPUSpec(
+            name="H800 SXM", architecture="Hopper", memory_bytes=80 * GiB, memory_type="HBM3",
+            bandwidth_bytes_per_s=3.35e12, dense={k: v for k, v in _H100_SXM_DENSE.items() if k != "fp64"},
+            source=_H800_SOURCE,
+            notes="The China-market H100 SXM: the same tensor-core peaks and memory, " + _EXPORT_NVLINK + "; "
+                  "its fp64 is cut far below the H100's (not listed here).",
+            nvlink_bytes_per_s=400e9, nvlink_source="NVIDIA H800 Tensor Core GPU datasheet, SXM column: NVIDIA NVLink 400 GB/s",
+        ),
+        GPUSpec(
+            name="H800 PCIe", architecture="Hopper", memory_bytes=80 * GiB, memory_type="HBM2e",
+            bandwidth_bytes_per_s=2.0e12,
+            dense={"fp32": 51 * T, "tf32": 378 * T, "bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513 * T, "int8": 1513 * T},
+            source=_H800_SOURCE,
+            notes="The China-market H100 PCIe: the same tensor-core peaks and memory; its fp64 is cut far below "
+                  "the H100's (not listed here).",
+        ),
+        GPUSpec(
             name="RTX 4090 D", architecture="Ada Lovelace", memory_bytes=24 * GiB, memory_type="GDDR6X", host_link="PCIe 4.0 x16",
             bandwidth_bytes_per_s=1008e9,
             # fp32: 14,592 cores × 2 FLOPs × 2.52 GHz; tensor peaks: the RTX 4090's scaled by 114/128 SMs
@@ -310,6 +341,9 @@ VARIANTS: dict[str, GPUSpec] = {
 }
 #: Every row: the course's main table and the board variants.
 ALL_GPUS: dict[str, GPUSpec] = {**GPUS, **VARIANTS}
+#: The GPUs the napkin and roofline panels offer: the main table and the China-market parts that
+#: Chinese labs train on.
+PANEL_GPUS: dict[str, GPUSpec] = {**GPUS, **{name: VARIANTS[name] for name in ("A800 SXM 80GB", "H800 SXM", "RTX 4090 D")}}
 for _spec in ALL_GPUS.values():
     if not _spec.sparse and _spec.name != "T4":
         object.__setattr__(_spec, "sparse", _sparse_of(_spec.dense))
@@ -333,6 +367,10 @@ DRIVER_NAMES: dict[str, str] = {
     "Tesla T4": "T4",
     "NVIDIA GeForce RTX 4090": "RTX 4090",
     "NVIDIA GeForce RTX 4090 D": "RTX 4090 D",
+    "NVIDIA A800-SXM4-80GB": "A800 SXM 80GB",
+    "NVIDIA A800 80GB PCIe": "A800 PCIe 80GB",
+    "NVIDIA H800": "H800 SXM",
+    "NVIDIA H800 PCIe": "H800 PCIe",
 }
 
 #: Set this environment variable to a spec name (e.g. ``LECTORCH_GPU="H200 NVL"``) when the driver
@@ -344,6 +382,7 @@ _ALIASES = {
     "h100": "H100 SXM", "h100 sxm": "H100 SXM", "h100 80gb hbm3": "H100 SXM", "h100 pcie": "H100 PCIe",
     "h200": "H200 SXM", "h200 sxm": "H200 SXM", "b200": "B200", "l4": "L4", "t4": "T4", "tesla t4": "T4",
     "rtx 4090": "RTX 4090", "geforce rtx 4090": "RTX 4090", "4090": "RTX 4090",
+    "a800": "A800 SXM 80GB", "h800": "H800 SXM", "4090 d": "RTX 4090 D",
 }
 
 
@@ -424,7 +463,7 @@ def spec_table(*, variants: bool = False) -> list[dict[str, object]]:
     adds the board variants (:data:`VARIANTS`).
 
     >>> spec_table()[0]["GPU"], len(spec_table(variants=True)) - len(spec_table())
-    ('A100 SXM 80GB', 8)
+    ('A100 SXM 80GB', 12)
     """
     rows = []
     for spec in (ALL_GPUS if variants else GPUS).values():

@@ -87,6 +87,8 @@ def test_spec_table_rows():
     ("NVIDIA GH200 144G HBM3e", "GH200 144GB HBM3e"), ("NVIDIA A100-SXM4-40GB", "A100 SXM 40GB"),
     ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"), ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB"),
     ("NVIDIA GeForce RTX 4090 D", "RTX 4090 D"), ("nvidia  h100 80gb hbm3 ", "H100 SXM"), ("NVIDIA B200", "B200"),
+    ("NVIDIA A800-SXM4-80GB", "A800 SXM 80GB"), ("NVIDIA A800 80GB PCIe", "A800 PCIe 80GB"), ("NVIDIA H800", "H800 SXM"),
+    ("NVIDIA H800 PCIe", "H800 PCIe"),
 ])
 def test_variant_boards_get_their_own_rows(driver, row):
     assert hardware.gpu_from_driver_name(driver).name == row
@@ -154,7 +156,7 @@ def test_nvlink_bandwidth_of_the_sxm_boards():
 
     totals = {name: spec.nvlink_bytes_per_s for name, spec in hardware.ALL_GPUS.items()}
     assert totals == {**dict.fromkeys(hardware.ALL_GPUS), "A100 SXM 80GB": 600e9, "A100 SXM 40GB": 600e9,
-                      "H100 SXM": 900e9, "H200 SXM": 900e9, "B200": 1.8e12}
+                      "H100 SXM": 900e9, "H200 SXM": 900e9, "B200": 1.8e12, "A800 SXM 80GB": 400e9, "H800 SXM": 400e9}
     h100 = hardware.get_gpu("H100 SXM")
     assert h100.nvlink_per_direction_bytes_per_s == 450e9 == transfer.NVLINK4_BYTES_PER_S
     assert hardware.get_gpu("B200").nvlink_per_direction_bytes_per_s == 900e9
@@ -165,3 +167,26 @@ def test_nvlink_bandwidth_of_the_sxm_boards():
             assert "NVLink" in spec.nvlink_source and spec.nvlink_source.startswith("NVIDIA")
     for name in ("H100 PCIe", "H100 NVL", "H200 NVL", "A100 PCIe 80GB", "L4", "T4", "RTX 4090"):
         assert hardware.get_gpu(name).nvlink_bytes_per_s is None, name
+
+
+def test_the_china_market_parts_chinese_labs_use():
+    """A800 and H800 (datasheets): the A100's and H100's tensor-core peaks and memory, NVLink cut to
+    400 GB/s; the H800's fp64 is cut, so it has no fp64 peak here. The napkin and roofline panels
+    offer them with the RTX 4090 D."""
+    a800, a100 = hardware.get_gpu("A800"), hardware.get_gpu("A100 SXM 80GB")
+    assert a800.name == "A800 SXM 80GB" and a800.dense == a100.dense and a800.memory_bytes == 80 * 2**30
+    assert round(a800.ridge_point("bf16"), 1) == 153.0  # 312 TFLOP/s / 2.039 TB/s
+    assert a800.nvlink_per_direction_bytes_per_s == 200e9
+    assert hardware.get_gpu("A800 PCIe 80GB").bandwidth_bytes_per_s == 1935e9
+    h800 = hardware.get_gpu("H800")
+    assert h800.name == "H800 SXM" and h800.peak_flops("bf16") == 989.5e12 and h800.peak_flops("fp8", sparse=True) == 3958e12
+    assert round(h800.ridge_point("bf16")) == 295 and h800.nvlink_bytes_per_s == 400e9
+    with pytest.raises(ValueError, match="no dense fp64"):
+        h800.peak_flops("fp64")
+    h800_pcie = hardware.get_gpu("H800 PCIe")
+    assert h800_pcie.peak_flops("bf16") == 756.5e12 and h800_pcie.nvlink_bytes_per_s is None
+    assert {"A800 SXM 80GB", "H800 SXM", "RTX 4090 D"} <= set(hardware.PANEL_GPUS)
+    from lectorch import napkin
+
+    # 70 B parameters, 15 T tokens on 1024 H800s at MFU 0.5: the H100's 144 days (same bf16 peak)
+    assert round(napkin.training_days(70e9, 15e12, num_gpus=1024, gpu="H800", mfu=0.5)) == 144

@@ -57,10 +57,15 @@ def test_a_reader_notebook_is_plain_jupyter_with_stubs_and_folded_solutions(chap
         folded = after[check + 1]
         assert folded.cell_type == "markdown" and folded.source.startswith("<details>")
         assert solution.source.strip() in folded.source
-    # the same cells as the English notebook: code is one source
+    # the same cells as the English notebook: code is one source; the setup cell (the first code
+    # cell) of a translated notebook ends by setting the checkers' language
     english = _reader(chapter, "en")
-    assert [(c.cell_type, c.source if c.cell_type == "code" else "") for c in nb.cells] == \
-           [(c.cell_type, c.source if c.cell_type == "code" else "") for c in english.cells]
+    setup = plain_notebook.setup_line(language)
+    code = [(c.cell_type, c.source if c.cell_type == "code" else "") for c in nb.cells]
+    first = next(i for i, (kind, _) in enumerate(code) if kind == "code")
+    assert code[first][1].endswith(setup)
+    code[first] = ("code", code[first][1].removesuffix(setup))
+    assert code == [(c.cell_type, c.source if c.cell_type == "code" else "") for c in english.cells]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

@@ -153,13 +153,15 @@ class Edition:
 
 #: The editions by name (``make book EDITION=name``; tests: ``book_edition(name)``).
 EDITIONS: dict[str, Edition] = {
-    "book": Edition(ROOT / "_build" / "html", "build_book:build_reader_book"),
-    "gettext": Edition(ROOT / "_build" / "gettext", "build_book:build_gettext", ignore=("locales",)),
-    "class": Edition(ROOT / "_build" / "class" / "html", "class_edition:build"),  # both languages
+    # grading/ only for its messages to students (the gettext templates)
+    "book": Edition(ROOT / "_build" / "html", "build_book:build_reader_book", ignore=("grading",)),
+    # lectorch/locale: the package's catalogs, made from locales/
+    "gettext": Edition(ROOT / "_build" / "gettext", "build_book:build_gettext", ignore=("locales", "lectorch/locale")),
+    "class": Edition(ROOT / "_build" / "class" / "html", "class_edition:build", ignore=("grading",)),  # both languages
 }
 
 #: Everything the builds read: a change to any file under these rebuilds.
-INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "tools", "vendor",
+INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "grading", "tools", "vendor",
           "benchmarks/torch-matrix.json")  # the running page's table of tested torch releases
 SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "_traces"}  # _traces: exclude_patterns
 SKIPPED_SUFFIXES = (".pyc", ".mo")  # .mo: compiled from the .po by the build itself
@@ -167,7 +169,8 @@ STAMP = ".lectorch-build.json"
 
 
 def input_files(ignore: tuple[str, ...] = ()) -> list[Path]:
-    """The files the build reads, sorted (see :data:`INPUTS`)."""
+    """The files the build reads, sorted (see :data:`INPUTS`), but those under the folders ``ignore``
+    names (e.g. "locales", "lectorch/locale")."""
     found = []
     for name in INPUTS:
         if name in ignore:
@@ -175,7 +178,8 @@ def input_files(ignore: tuple[str, ...] = ()) -> list[Path]:
         top = ROOT / name
         paths = [top] if top.is_file() else sorted(top.rglob("*"))
         found += [p for p in paths if p.is_file() and not SKIPPED_PARTS & set(p.relative_to(ROOT).parts)
-                  and not p.name.endswith(SKIPPED_SUFFIXES)]
+                  and not p.name.endswith(SKIPPED_SUFFIXES)
+                  and not any(p.relative_to(ROOT).as_posix().startswith(f"{i}/") for i in ignore)]
     return found
 
 

@@ -6,6 +6,8 @@
                                          # _build/html/zh); EXECUTE "cache" reuses the English run
     python tools/i18n.py status          # messages, untranslated, fuzzy and obsolete per catalog
     python tools/i18n.py font            # re-make the CJK font subset from the catalogs
+    python tools/i18n.py package         # the checkers' catalogs of the lectorch package
+                                         # (lectorch/locale/*.json) from _ui.po
 
 ``make translations`` runs ``update``; ``make book`` builds both editions. The tests
 (tests/test_translation.py) use :func:`extract`, :func:`catalog_problems` and
@@ -59,6 +61,8 @@ def write_ui_template(pot: Path) -> Path:
         catalog.add(label, context=sphinx_lectorch_i18n.CONTROL)
     for label in sphinx_lectorch_i18n.option_labels():
         catalog.add(label, context=sphinx_lectorch_i18n.OPTION)
+    for message in sphinx_lectorch_i18n.checker_messages():
+        catalog.add(message, context=sphinx_lectorch_i18n.CHECKER)
     path = pot / f"{sphinx_lectorch_i18n.UI_CATALOG}.pot"
     with open(path, "wb") as f:
         write_po(f, catalog, width=0)
@@ -99,6 +103,34 @@ def update(names: list[str] | None = None) -> None:
         for name, path in catalogs().items():
             if name not in pages and not names:
                 path.unlink()
+
+
+PACKAGE_CATALOGS = ROOT / "lectorch" / "locale"
+
+
+def package_catalog(language: str = LANGUAGE) -> dict[str, str]:
+    """The checkers' messages of ``_ui.po`` (context ``checker``) as the package ships them: English
+    → translation, translated and not fuzzy ones only, sorted."""
+    import sphinx_lectorch_i18n
+
+    with open(CATALOGS.parent.parent / language / "LC_MESSAGES" / f"{sphinx_lectorch_i18n.UI_CATALOG}.po", "rb") as f:
+        catalog = read_po(f)
+    return dict(sorted((m.id, m.string) for m in catalog
+                       if m.context == sphinx_lectorch_i18n.CHECKER and m.id and m.string and not m.fuzzy))
+
+
+def package_text(language: str = LANGUAGE) -> str:
+    import json
+
+    return json.dumps(package_catalog(language), ensure_ascii=False, indent=0) + "\n"
+
+
+def write_package_catalogs() -> list[Path]:
+    """``lectorch/locale/<language>.json`` from ``_ui.po``: a student's kernel has only the package."""
+    PACKAGE_CATALOGS.mkdir(exist_ok=True)
+    path = PACKAGE_CATALOGS / f"{LANGUAGE}.json"
+    path.write_text(package_text(LANGUAGE), encoding="utf-8")
+    return [path]
 
 
 def build(output: Path | None = None, execute: str = "off") -> subprocess.CompletedProcess:
@@ -277,6 +309,9 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "status"
     if command == "update":
         update(argv[1:] or None)
+        write_package_catalogs()
+    elif command == "package":
+        print(*write_package_catalogs())
     elif command == "build":
         proc = build(Path(argv[1]) if len(argv) > 1 else None, *argv[2:3])
         log = proc.stdout + proc.stderr

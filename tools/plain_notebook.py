@@ -8,7 +8,9 @@ same messages the translated book uses; code stays one source), its MyST turned 
 Markdown (roles into their text or glued value, directives into quotes and bold labels, the
 include inlined), each exercise's stub in its cell with the check cell under it, and the reference
 solution folded away in a ``<details>`` block below the check (self-study) or left out (class).
-The notebook's metadata records its language (``metadata.lectorch.language``).
+The notebook's metadata records its language (``metadata.lectorch.language``, which the grader
+reads), and a translated notebook's setup cell (its first code cell) ends with
+``lectorch.set_language(…)``, so the checkers answer in that language (:func:`setup_line`).
 
 The self-study book's download buttons give these notebooks (tools/build_book.py), the class book's
 give its own (tools/class_edition.py), and ``make student`` writes them (tools/student_edition.py).
@@ -303,9 +305,18 @@ def reader_notebook(nb, name: str, language: str = ENGLISH, *, solutions: str = 
     if pending is not None and solutions == "fold":
         cells.append(_solution_fold(pending, page))
     out.cells = cells
+    setup = next((c for c in cells if c.cell_type == "code"), None)
+    if setup is not None and setup_line(language):
+        setup.source = setup.source.rstrip("\n") + setup_line(language)
     out.metadata["lectorch"] = {"language": language, "edition": "self-study" if solutions == "fold" else "class",
                                 "source": f"{docname}.ipynb"}
     return out
+
+
+def setup_line(language: str) -> str:
+    """What a translated notebook's first code cell ends with (nothing in English): the checkers'
+    messages in the notebook's language (``lectorch.i18n``)."""
+    return "" if language == ENGLISH else f'\nimport lectorch\nlectorch.set_language("{language}")'
 
 
 def myst_left(nb) -> list[str]:
@@ -325,6 +336,17 @@ def visible_prose(nb) -> str:
         text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$|`[^`]*`|<[^>]+>|\]\([^)]*\)", " ", text, flags=re.S)
         parts.append(text)
     return "\n\n".join(parts)
+
+
+def checker_text(nb) -> str:
+    """What the checkers said in an executed notebook: the printed and displayed text of its check
+    cells (a notebook as downloaded has none)."""
+    parts = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "lectorch.check(" in cell.source:
+            for output in cell.get("outputs", []):
+                parts.append(output.get("text") or output.get("data", {}).get("text/plain", ""))
+    return "\n\n".join(p for p in parts if p)
 
 
 def english_prose(nb) -> list[str]:
@@ -361,16 +383,18 @@ def replace_downloads(html: Path, language: str, *, solutions: str) -> list[Path
 
 
 def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, int]]]:
-    """English words, all words and the commonest English words of the notebooks' visible prose,
-    counted as tools/reader_metrics.py counts the book's (names, acronyms and identifiers are not
-    English; a Chinese word is 1.65 characters)."""
+    """English words, all words and the commonest English words of the notebooks' visible text (the
+    prose and, in an executed notebook, the checkers' messages), counted as tools/reader_metrics.py
+    counts the book's (names, acronyms and identifiers are not English; a Chinese word is 1.65
+    characters)."""
     import collections
 
     from reader_metrics import english_share as share
 
     english, words, counted = 0, 0.0, collections.Counter()
     for path in notebooks:
-        found, total, which = share(visible_prose(nbformat.read(path, as_version=4)))
+        nb = nbformat.read(path, as_version=4)
+        found, total, which = share(visible_prose(nb) + "\n\n" + checker_text(nb))
         english, words = english + found, words + total
         counted.update(which)
     return english, words, counted.most_common(15)
@@ -380,6 +404,7 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] != ["share"] or len(sys.argv) < 3:
-        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose)")
+        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose and "
+                 "checker messages)")
     english, words, common = english_share([Path(p) for p in sys.argv[2:]])
     print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")

@@ -239,6 +239,56 @@ def option_labels(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: the gettext context of what the checkers and the grader write for a student (the package's
+#: catalogs, lectorch/locale/*.json, are these messages: ``tools/i18n.py package``)
+CHECKER = "checker"
+
+
+def _marked(path: Path) -> list[str]:
+    """The English of every ``tr("…")`` in a Python file (Babel's extractor: literals only)."""
+    from babel.messages.extract import extract_python
+
+    with open(path, "rb") as f:
+        return [m for _, _, m, _ in extract_python(f, {"tr": None}, [], {}) if isinstance(m, str) and m]
+
+
+def _hidden_descriptions(path: Path) -> list[str]:
+    """The literal ``description="…"`` of the hidden cases a grading module makes."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [k.value.value for node in ast.walk(tree) if isinstance(node, ast.Call) for k in node.keywords
+            if k.arg == "description" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)]
+
+
+def checker_messages(root: Path = ROOT) -> list[str]:
+    """What the checkers (``lectorch.check``) and the grader's report say to a student, translated
+    in the context :data:`CHECKER`: every ``tr("…")`` of ``lectorch/`` and ``grading/``, and each
+    exercise's title, hints, slips, refusal subject and case descriptions (the registry's, and the
+    hidden cases' of ``grading/``). In order of first appearance, each once.
+
+    >>> "Fix it and run the check again." in checker_messages()
+    True
+    """
+    import random
+
+    from lectorch.exercises import exercises, public_cases_of
+    from lectorch.exercises.seal import practice_cases
+
+    found: list[str] = []
+    for folder in ("lectorch", "grading"):
+        for path in sorted((root / folder).rglob("*.py")):
+            found += _marked(path)
+            if folder == "grading":
+                found += _hidden_descriptions(path)
+    for ex in exercises().values():
+        found += [ex.title, *ex.hints, ex.refuse_what]
+        found += [m for m in ex.slips.values() if isinstance(m, str)]
+        cases = list(ex.cases) + list(practice_cases(ex.id)) + (ex.generate(random.Random(0)) if ex.generate else [])
+        found += [c.description for c in cases + public_cases_of(ex)]
+    return list(dict.fromkeys(m for m in found if m and re.search(r"[A-Za-z]{2}", m)))
+
+
 _UI_CACHE: dict[str, dict[tuple[str | None, str], str]] = {}
 
 

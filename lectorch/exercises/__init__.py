@@ -29,6 +29,8 @@ True
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import contextlib
 import importlib
 import importlib.util
@@ -339,7 +341,7 @@ def check(exercise_id: str, answer: Any, *, measured: float | None = None) -> Ch
     if result.status in ("failed", "error"):
         _FAILURES[ex.id] = _FAILURES.get(ex.id, 0) + 1
         nudge = ex.hints[min(_FAILURES[ex.id] - 2, len(ex.hints) - 1)] if _FAILURES[ex.id] >= 2 else None
-        text = result.message + (f" Hint: {nudge}" if nudge else " Fix it and run the check again.")
+        text = result.message + (tr(" Hint: {hint}").format(hint=tr(nudge)) if nudge else tr(" Fix it and run the check again."))
         result = CheckResult(result.exercise, result.status, text)
     result = CheckResult(result.exercise, result.status, result.message, ex.describe())
     log = os.environ.get(RESULTS_ENV)
@@ -360,7 +362,7 @@ def public_cases_of(ex: Exercise) -> list[Case]:
 
 def _check(ex: Exercise, answer: Any, measured: float | None) -> CheckResult:
     if _not_done(answer):
-        return CheckResult(ex.id, "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again.")
+        return CheckResult(ex.id, "not implemented", tr("Not implemented yet: replace the `...` with your answer and run the cell again."))
     if not ex.takes_function:
         if ex.kind == "prediction":
             _PREDICTED[ex.id] = answer  # the measurement may be shown now (``after_prediction``)
@@ -421,22 +423,23 @@ def judge_value(ex: Exercise, got: Any, expected: Any) -> tuple[str, str]:
     """(status, message) of a value or prediction exercise's one answer (its seal, or the plain
     value in the grader)."""
     if _not_done(got):
-        return "not implemented", "Not implemented yet: replace the `...` with your answer and run the cell again."
+        return "not implemented", tr("Not implemented yet: replace the `...` with your answer and run the cell again.")
     problem = _compare_safely(ex, got, expected, page=True)
     if problem is None:
-        what = "your prediction agrees with the physics" if ex.kind == "prediction" else ex.title
-        return "passed", f"Correct: {what}."
+        what = tr("your prediction agrees with the physics") if ex.kind == "prediction" else tr(ex.title)
+        return "passed", tr("Correct: {what}.").format(what=what)
     return "failed", problem
 
 
 def judge_unreadable(what: str) -> tuple[str, str]:
     """An answer (the grader read it back from the kernel) that holds something it cannot read."""
-    return "failed", f"your answer contains a {what}, which the grader cannot read back (use numbers, tuples, lists or tensors)."
+    return "failed", tr("your answer contains a {what}, which the grader cannot read back (use numbers, tuples, lists "
+           "or tensors).").format(what=what)
 
 
 def judge_not_callable(ex: Exercise, got: Any) -> tuple[str, str]:
-    asked = " of the setting (as the stub defines it)" if ex.kind != "function" else ""
-    return "failed", f"Expected a function{asked}, got {short(got)}."
+    asked = tr(" of the setting (as the stub defines it)") if ex.kind != "function" else ""
+    return "failed", tr("Expected a function{asked}, got {got}.").format(asked=asked, got=short(got))
 
 
 def judge_cases(ex: Exercise, cases: list[tuple[Any, str | None, str]],
@@ -447,46 +450,47 @@ def judge_cases(ex: Exercise, cases: list[tuple[Any, str | None, str]],
     failure. For a value or prediction exercise asked as a function, case 1 is the page's."""
     n = len(cases)
     for i, (expected, raises, description) in enumerate(cases, start=1):
-        where = f"Case {i} of {n}" + (f" ({description})" if description else "")
+        where = (tr("Case {i} of {n} ({description})").format(i=i, n=n, description=tr(description)) if description
+                 else tr("Case {i} of {n}").format(i=i, n=n))
         outcome = outcome_of(i)
         if outcome.kind == "not implemented":
-            return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
+            return "not implemented", tr("Not implemented yet: your function still raises NotImplementedError.")
         if outcome.kind == "input error":
-            return "error", f"{where}: the input could not be rebuilt for your function (did you replace part of lectorch?)"
+            return "error", tr("{where}: the input could not be rebuilt for your function (did you replace part of lectorch?)").format(where=where)
         if outcome.kind == "timeout":
-            return "failed", f"{where}: your function took longer than {outcome.message} s."
+            return "failed", tr("{where}: your function took longer than {message} s.").format(where=where, message=outcome.message)
         if outcome.kind == "raised":
             if "NotImplementedError" in outcome.names:
-                return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
+                return "not implemented", tr("Not implemented yet: your function still raises NotImplementedError.")
             if "RefusedShortcut" in outcome.names:
-                return "failed", f"{where}: {outcome.message}"
+                return "failed", tr("{where}: {message}").format(where=where, message=outcome.message)
             if raises is not None and raises in outcome.names:
                 continue
-            kind = outcome.names[0] if outcome.names else "an error"
-            return "error", f"{where}: your function raised {kind}: {outcome.message[:200]}."
+            kind = outcome.names[0] if outcome.names else tr("an error")
+            return "error", tr("{where}: your function raised {kind}: {message}.").format(where=where, kind=kind, message=outcome.message[:200])
         if outcome.kind == "unreadable":
             status, message = judge_unreadable(outcome.message)
             return status, f"{where}: {message}"
         if outcome.kind != "returned":
-            return "error", f"{where}: no result"
+            return "error", tr("{where}: no result").format(where=where)
         got = outcome.value
         if raises is not None:
-            return "failed", f"{where}: expected an error ({raises}) for this input, but your function returned {short(got)}."
+            return "failed", tr("{where}: expected an error ({raises}) for this input, but your function returned {got}.").format(where=where, raises=raises, got=short(got))
         if ex.runner is not None and isinstance(got, dict) and "returned" in got and _not_done(got["returned"]):
-            return "not implemented", f"Not implemented yet: your function returns {got['returned']!r}."
+            return "not implemented", tr("Not implemented yet: your function returns {returned!r}.").format(returned=got['returned'])
         if got is ... or (got is None and expected is not None):
-            return "not implemented", f"Not implemented yet: your function returns {got!r}."
+            return "not implemented", tr("Not implemented yet: your function returns {got!r}.").format(got=got)
         problem = _compare_safely(ex, got, expected, page=(i == 1 and ex.kind != "function"))
         if problem is not None:
-            return "failed", f"{where}: {problem}"
-    return "passed", f"Correct: {ex.title} ({n} case{'s' if n != 1 else ''} pass)."
+            return "failed", tr("{where}: {problem}").format(where=where, problem=problem)
+    return "passed", tr("Correct: {title} ({n} case{s} pass).").format(title=tr(ex.title), n=n, s="s" if n != 1 else "")
 
 
 def _compare_safely(ex: Exercise, got: Any, expected: Any, *, page: bool) -> str | None:
     try:
         return compare(ex, got, expected, page=page)
     except Exception as err:  # noqa: BLE001 - a strange answer must not stop the verdict
-        return f"your answer could not be compared ({type(err).__name__}): is it of the asked type?"
+        return tr("your answer could not be compared ({type}): is it of the asked type?").format(type=type(err).__name__)
 
 
 
@@ -520,7 +524,7 @@ def run_case(answer: Callable, case: Case, exercise: Exercise | None = None) -> 
                 return "returned", exercise.runner(answer, args, kwargs)
             return "returned", answer(*args, **kwargs)
     except NotImplementedError:
-        return "not implemented", "Not implemented yet: your function still raises NotImplementedError."
+        return "not implemented", tr("Not implemented yet: your function still raises NotImplementedError.")
     except Exception as err:  # the student's code failed: report it, never crash the notebook
         return "raised", err
 
@@ -561,8 +565,8 @@ def after_prediction(exercise_id: str) -> bool:
     get_exercise(exercise_id)
     if predicted(exercise_id):
         return True
-    print("📝 The measurement waits for your prediction: run the check of your prediction "
-          f'(lectorch.check("{exercise_id}", ...)) first, then this cell again.')
+    print(tr("📝 The measurement waits for your prediction: run the check of your prediction "
+           "(lectorch.check(\"{exercise_id}\", ...)) first, then this cell again.").format(exercise_id=exercise_id))
     return False
 
 
@@ -581,11 +585,11 @@ def versus_prediction(measured: Any, prediction: Any, *, comparable: bool = True
     """
     m, p = _as_real(measured), _as_real(prediction)
     if m is None or not p:
-        return "measured / your prediction: (no prediction yet)"
+        return tr("measured / your prediction: (no prediction yet)")
     if not comparable:
-        return (f"measured / your prediction: {m / p:.2g} (this machine is not the GPU the prediction is about: "
-                "the ratio does not judge your prediction, the check does)")
-    return f"measured / your prediction: {m / p:.2g}"
+        return (tr("measured / your prediction: {ratio:.2g} (this machine is not the GPU the prediction is about: "
+               "the ratio does not judge your prediction, the check does)").format(ratio=m / p))
+    return tr("measured / your prediction: {ratio:.2g}").format(ratio=m / p)
 
 
 def _measured_text(prediction: Any, measured: float | None) -> str:
@@ -593,8 +597,8 @@ def _measured_text(prediction: Any, measured: float | None) -> str:
     m, p = _as_real(measured), _as_real(prediction)
     if m is None:
         return ""
-    ratio = f", {m / p:.2g}× your prediction" if p else ""
-    return f" (measured on this machine: {m:.3g}{ratio})"
+    ratio = tr(", {ratio:.2g}× your prediction").format(ratio=m / p) if p else ""
+    return tr(" (measured on this machine: {m:.3g}{ratio})").format(m=m, ratio=ratio)
 
 
 def compare(ex: Exercise, got: Any, expected: Any, *, page: bool = False) -> str | None:
@@ -610,26 +614,26 @@ def compare(ex: Exercise, got: Any, expected: Any, *, page: bool = False) -> str
         return _compare_number(ex, got, expected, page)
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
-            return f"expected a tensor, got {type(got).__name__}."
+            return tr("expected a tensor, got {type}.").format(type=type(got).__name__)
         if got.shape != expected.shape:
-            return f"your tensor has shape {tuple(got.shape)}, which is not the expected shape."
+            return tr("your tensor has shape {shape}, which is not the expected shape.").format(shape=tuple(got.shape))
         if got.dtype != expected.dtype:
-            return f"your tensor has dtype {got.dtype}, which is not the expected dtype."
+            return tr("your tensor has dtype {dtype}, which is not the expected dtype.").format(dtype=got.dtype)
         if not torch.allclose(got.detach().cpu(), expected.cpu(), rtol=ex.rtol, atol=ex.atol, equal_nan=True):
-            return "your tensor has the right shape and dtype but different values."
+            return tr("your tensor has the right shape and dtype but different values.")
         return None
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return f"expected a sequence of {len(expected)} items, got {short(got)}."
+            return tr("expected a sequence of {n_expected} items, got {got}.").format(n_expected=len(expected), got=short(got))
         for j, (g, e) in enumerate(zip(got, expected)):
             problem = compare(ex, g, e)
             if problem is not None:
-                return f"item {j}: {problem}"
+                return tr("item {j}: {problem}").format(j=j, problem=problem)
         return None
     if got == expected:
         return None
     slip = _named_slip(ex, got) if page else None
-    return f"{short(got)} is not right: {slip}" if slip else f"{short(got)} is not the expected answer."
+    return tr("{got} is not right: {slip}").format(got=short(got), slip=slip) if slip else tr("{got} is not the expected answer.").format(got=short(got))
 
 
 def _compare_number(ex: Exercise, got: Any, expected: Any, page: bool) -> str | None:
@@ -660,22 +664,22 @@ def _compare_number(ex: Exercise, got: Any, expected: Any, page: bool) -> str | 
         return None
     slip = _named_slip(ex, got if x is None else x) if page else None
     if slip:
-        return f"{short(got)} is not right: {slip}"
+        return tr("{got} is not right: {slip}").format(got=short(got), slip=slip)
     if x is None:
-        return f"{short(got)} is not the expected answer." if exact else f"expected a number, got {short(got)}."
+        return tr("{got} is not the expected answer.").format(got=short(got)) if exact else tr("expected a number, got {got}.").format(got=short(got))
     if math.isnan(x):
-        return "your answer is NaN (not a number): look for 0/0 or inf - inf."
+        return tr("your answer is NaN (not a number): look for 0/0 or inf - inf.")
     if not math.isfinite(x):
-        return f"your answer is {x}: look for an overflow, 0/0 or inf - inf."
+        return tr("your answer is {x}: look for an overflow, 0/0 or inf - inf.").format(x=x)
     for slip_ratio, ratio_slip in ex.slips.items():
         if not isinstance(slip_ratio, str) and slip_ratio and accepted(x / slip_ratio):
-            return f"{short(got)} is not right: {ratio_slip}"
+            return tr("{got} is not right: {ratio_slip}").format(got=short(got), ratio_slip=tr(ratio_slip))
     if exact:
-        return f"{short(got)} is not the expected answer."
+        return tr("{got} is not the expected answer.").format(got=short(got))
     if x == 0:
-        return "0 is not the answer: is a factor missing, or an integer division?"
+        return tr("0 is not the answer: is a factor missing, or an integer division?")
     shown = got if isinstance(got, numbers.Real) and not isinstance(got, bool) else x
-    return how_far(shown, bound, rtol, atol) + "."
+    return tr("{how_far}.").format(how_far=how_far(shown, bound, rtol, atol))
 
 
 def slip_id(exercise_id: str, name: str) -> str:
@@ -696,5 +700,5 @@ def _named_slip(ex: Exercise, x: Any) -> str | None:
     for name in names:
         token = stored.get(name)
         if token and token_matches(slip_id(ex.id, name), token, x):
-            return ex.slips[name]
+            return tr(ex.slips[name])
     return None

@@ -14,6 +14,8 @@ there (``REFERENCE``); the package holds the public cases' results only as seals
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 from dataclasses import dataclass
 
 import torch
@@ -45,17 +47,17 @@ def _compare_backward(got, expected: _Backward) -> str | None:
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return f"expected a number of FLOPs, got {type(got).__name__}."
+        return tr("expected a number of FLOPs, got {type}.").format(type=type(got).__name__)
     if close(got, expected.value):
         return None
     if close(got, expected.forward):
-        return ("your count equals the forward pass: that counts one matmul per layer, but the "
-                "backward pass of a layer may need two.")
+        return (tr("your count equals the forward pass: that counts one matmul per layer, but the backward pass of "
+               "a layer may need two."))
     if close(got, expected.all_inputs):
-        return "your count is too large when x does not require grad: which gradient is nobody's?"
+        return tr("your count is too large when x does not require grad: which gradient is nobody's?")
     if close(got, expected.forward_and_backward):
-        return "your count is too large: it seems to include the forward pass; count the backward pass only."
-    return how_far(got, expected.value) + "."
+        return tr("your count is too large: it seems to include the forward pass; count the backward pass only.")
+    return tr("{how_far}.").format(how_far=how_far(got, expected.value))
 
 
 def backward_case(batch, widths, input_requires_grad, description) -> Case:
@@ -161,16 +163,16 @@ def skip_case(seed: int, b: int, d: int, k: int, description: str, dtype: torch.
 
 def _compare_grads(got, expected) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return the pair (grad_w1, grad_w2)."
+        return tr("return the pair (grad_w1, grad_w2).")
     for name, g, e in zip(("grad_w1", "grad_w2"), got, expected):
         if not isinstance(g, torch.Tensor):
-            return f"{name} should be a tensor, got {type(g).__name__}."
+            return tr("{name} should be a tensor, got {type}.").format(name=name, type=type(g).__name__)
         if tuple(g.shape) != tuple(e.shape):
             if tuple(g.shape) == tuple(e.shape)[::-1]:
-                return f"{name} has the transposed shape {tuple(g.shape)}: a weight's gradient has the weight's shape."
-            return f"{name} has shape {tuple(g.shape)}: a weight's gradient has the weight's shape."
+                return tr("{name} has the transposed shape {shape}: a weight's gradient has the weight's shape.").format(name=name, shape=tuple(g.shape))
+            return tr("{name} has shape {shape}: a weight's gradient has the weight's shape.").format(name=name, shape=tuple(g.shape))
         if not close(g, e):
-            return f"{name} has the right shape but different values."
+            return tr("{name} has the right shape but different values.").format(name=name)
     return None
 
 

@@ -7,6 +7,8 @@ stand-in for an asynchronous GPU stream (its clock only moves when the host work
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import numbers
 import random
 
@@ -48,23 +50,25 @@ register(
 def compare_readings(got, expected) -> str | None:
     """(final growth, peak growth) of memory_allocated, both exact."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return a pair: (growth at the end, growth at the peak)."
+        return tr("return a pair: (growth at the end, growth at the peak).")
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in got):
-        return f"return whole numbers of bytes, got {got!r}."
+        return tr("return whole numbers of bytes, got {got!r}.").format(got=got)
     final, peak = got
     if peak < final:
-        return "the peak can never be below the final reading."
+        return tr("the peak can never be below the final reading.")
     if not close(final, expected["final"]):
-        return f"the growth at the end ({final}) is not right: {_direction(final, expected['final'])}"
+        return tr("the growth at the end ({final}) is not right: {direction}").format(final=final, direction=_direction(final, expected['final']))
     if not close(peak, expected["peak"]):
-        return f"the peak ({peak}) is not right: {_direction(peak, expected['peak'])}"
+        return tr("the peak ({peak}) is not right: {direction}").format(peak=peak, direction=_direction(peak, expected['peak']))
     return None
 
 
 def _direction(got: int, expected) -> str:
     from lectorch.exercises.seal import how_far
 
-    return how_far(got, expected) + "; count each tensor's whole allocator blocks." if got else "it is 0."
+    if not got:
+        return tr("it is 0.")
+    return tr("{how_far}; count each tensor's whole allocator blocks.").format(how_far=how_far(got, expected))
 
 
 register(

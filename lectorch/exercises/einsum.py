@@ -12,6 +12,8 @@ Function cases take their expected values from torch (``repeat_interleave`` + ``
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 from typing import Any
 
 import torch
@@ -52,8 +54,8 @@ def compare_names(got: Any, expected: str) -> str | None:
     """The grader's comparison on a hidden pattern: the same set of names, exactly."""
     names = dim_names(got)
     if names is None:
-        return f"return a set of dimension names (or one string with spaces), got {type(got).__name__}."
-    return None if names == expected else f"{got!r} is not the expected set of dimensions."
+        return tr("return a set of dimension names (or one string with spaces), got {type}.").format(type=type(got).__name__)
+    return None if names == expected else tr("{got!r} is not the expected set of dimensions.").format(got=got)
 
 
 register(
@@ -122,23 +124,23 @@ def _compare_scores(got: Any, expected: dict) -> str | None:
     """``expected``: torch's ``scores`` and their ``direction`` (divided by their norm), plain or sealed."""
     want = expected["scores"]
     if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {type(got).__name__}."
+        return tr("expected a tensor, got {type}.").format(type=type(got).__name__)
     if tuple(got.shape) != tuple(want.shape):
-        return f"your tensor has shape {tuple(got.shape)}, not (batch, heads, seq1, seq2)."
+        return tr("your tensor has shape {shape}, not (batch, heads, seq1, seq2).").format(shape=tuple(got.shape))
     tol = dict(rtol=GQA_RTOL, atol=GQA_ATOL)
     wrong = mismatch(got, want, **tol)
     if not wrong.any():
         return None
     if got.shape[-1] == got.shape[-2] and close(got.transpose(-2, -1).contiguous(), want, **tol):
-        return "rows and columns are swapped: rows follow seq1 (the queries), columns seq2 (the keys)."
+        return tr("rows and columns are swapped: rows follow seq1 (the queries), columns seq2 (the keys).")
     norm = got.detach().double().norm()
     if norm > 0 and close((got.detach().double() / norm), expected["direction"], **tol):
-        return "your scores are a constant multiple of the right ones: check the scaling."
+        return tr("your scores are a constant multiple of the right ones: check the scaling.")
     for h in range(want.shape[1]):
         if wrong[:, h].any():
-            return (f"query head {h} has wrong scores: which key head does it use? Consecutive query "
-                    "heads share one key head (or check the scaling).")
-    return "your tensor has the right shape but different values."
+            return (tr("query head {h} has wrong scores: which key head does it use? Consecutive query heads share one "
+                   "key head (or check the scaling).").format(h=h))
+    return tr("your tensor has the right shape but different values.")
 
 
 def gqa_case(batch, heads, kv_heads, seq1, seq2, hidden, description: str, *, seed: int) -> Case:
@@ -180,17 +182,17 @@ CENTER_RTOL, CENTER_ATOL = 1e-5, 1e-6
 
 def _compare_centered(got: Any, expected: torch.Tensor) -> str | None:
     if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {type(got).__name__}."
+        return tr("expected a tensor, got {type}.").format(type=type(got).__name__)
     if tuple(got.shape) != tuple(expected.shape):
-        return f"your tensor has shape {tuple(got.shape)}, not the shape of x."
+        return tr("your tensor has shape {shape}, not the shape of x.").format(shape=tuple(got.shape))
     if close(got, expected, rtol=CENTER_RTOL, atol=CENTER_ATOL):
         return None
     means = got.detach().double().mean(dim=-1)
     if torch.allclose(means, torch.zeros_like(means), atol=1e-5):
-        return ("each token now has mean 0, but the values are not x minus that token's mean: "
-                "centring subtracts each token's own mean and changes nothing else (no scaling).")
-    return ("right shape, wrong values: each token's features should now average 0. Which axis did "
-            "the subtracted means line up with?")
+        return (tr("each token now has mean 0, but the values are not x minus that token's mean: centring "
+               "subtracts each token's own mean and changes nothing else (no scaling)."))
+    return (tr("right shape, wrong values: each token's features should now average 0. Which axis did the "
+           "subtracted means line up with?"))
 
 
 def center_case(shape, description: str, *, seed: int) -> Case:

@@ -12,6 +12,8 @@ hidden cases live in ``grading/flops.py``.
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import math
 import numbers
 import random
@@ -68,14 +70,14 @@ def smallest_n_case(peak, bandwidth, bytes_per_element, description: str) -> Cas
 
 def _same_int(got, expected):
     if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-        return f"expected an int (a matrix size), got {type(got).__name__}; a size is a whole number."
+        return tr("expected an int (a matrix size), got {type}; a size is a whole number.").format(type=type(got).__name__)
     if close(got, expected["n"]):
         return None
     if close(got + 1, expected["n"]):
-        return f"{got} is one too small: is the intensity at {got} really at the ridge point?"
+        return tr("{got} is one too small: is the intensity at {got} really at the ridge point?").format(got=got)
     if close(got - 1, expected["n"]):
-        return f"{got} is one too large: {got - 1} already reaches the ridge point."
-    return how_far(got, expected["n"]) + "."
+        return tr("{got} is one too large: {step} already reaches the ridge point.").format(got=got, step=got - 1)
+    return tr("{how_far}.").format(how_far=how_far(got, expected["n"]))
 
 
 register(
@@ -228,20 +230,20 @@ def judge_timing(got: Any, log, *, call: str = "fn()", sync: str = "sync()") -> 
     its own clock readings measured (warm calls, the device idle when the clock started, a sync
     before the clock stopped). No number the simulated device holds is compared with."""
     if log is None:
-        return "the checker runs your timer on its simulated device: pass the function itself."
+        return tr("the checker runs your timer on its simulated device: pass the function itself.")
     if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
-        return f"expected a number of seconds, got {type(got).__name__} {got!r}."
+        return tr("expected a number of seconds, got {type} {got!r}.").format(type=type(got).__name__, got=got)
     if not any(entry[0] == "clock" for entry in log):
-        return "your function never read the clock it was given: a time must be measured."
+        return tr("your function never read the clock it was given: a time must be measured.")
     stretches = timed_stretches(log)
     if not stretches:
-        return (f"no stretch between two clock reads ran {call} and then {sync}: the clock stopped "
-                "while work was still queued (or measured nothing).")
+        return (tr("no stretch between two clock reads ran {call} and then {sync}: the clock stopped while work "
+               "was still queued (or measured nothing).").format(call=call, sync=sync))
     clean = [per for per, _, _, ok in stretches if ok]
     if _inside(got, clean):
         return None
     if any(calls > 1 and abs(got - total) <= 1e-9 * total for _, total, calls, _ in stretches):
-        return "that is the time of a whole timed loop: divide by the number of calls in it."
+        return tr("that is the time of a whole timed loop: divide by the number of calls in it.")
     first_clock = next(i for i, entry in enumerate(log) if entry[0] == "clock")
     warmed = any(entry[0] == "run" for entry in log[:first_clock])
     slow = ("cold calls, one-off work (nothing ran before your first clock read): warm up, then "
@@ -249,10 +251,10 @@ def judge_timing(got: Any, log, *, call: str = "fn()", sync: str = "sync()") -> 
             f"a one-off slow call (a hiccup) or work queued before the clock started ({sync} first): "
             "time several trials one by one and return a statistic that one slow trial cannot move")
     if not clean:
-        return f"every stretch you timed includes {slow}."
+        return tr("every stretch you timed includes {slow}.").format(slow=slow)
     if _inside(got, [per for per, *_ in stretches]):
-        return f"your number is pulled by slow trials: {slow}."
-    return "the number you return is none of the times your own clock readings measured."
+        return tr("your number is pulled by slow trials: {slow}.").format(slow=slow)
+    return tr("the number you return is none of the times your own clock readings measured.")
 
 
 def traced_call(answer, args, kwargs) -> dict:

@@ -12,6 +12,8 @@ results and the hidden cases live in ``grading/init.py`` (``REFERENCE``).
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import math
 import numbers
 
@@ -34,27 +36,27 @@ STD_RTOL = 0.03
 
 def _compare_trunc(got, expected) -> str | None:
     if not isinstance(got, torch.Tensor):
-        return f"return the filled weight tensor, got {type(got).__name__}."
+        return tr("return the filled weight tensor, got {type}.").format(type=type(got).__name__)
     if tuple(got.shape) != expected["shape"]:
-        return f"the weight's shape changed to {tuple(got.shape)}: fill it in place."
+        return tr("the weight's shape changed to {shape}: fill it in place.").format(shape=tuple(got.shape))
     w = got.detach().double()
     sample_std, largest = w.std().item(), w.abs().max().item()
     if not math.isfinite(sample_std) or sample_std == 0:
-        return "the weight is not filled with random draws."
+        return tr("the weight is not filled with random draws.")
     # the cut, in units of the draws' own std (a normal cut at ±3 has std 0.987 of its own)
     cut = largest / (sample_std / init.truncated_std_factor(3.0))
     if cut > 3.1:
-        return (f"some draws lie {cut:.1f} of their own standard deviations from 0: the truncation "
-                "does not cut at ±3 standard deviations.")
+        return (tr("some draws lie {cut:.1f} of their own standard deviations from 0: the truncation does not cut "
+               "at ±3 standard deviations.").format(cut=cut))
     at_cut = int((w.abs() >= largest * (1 - 1e-6)).sum())
     if at_cut > 4:  # a normal draw has no repeated extremes; a clamp piles every outlier on the cut
-        return (f"{at_cut} draws sit exactly on the cut: clamping moves each draw beyond the cut onto "
-                "it (a pile at the edge); a truncated normal draws those again instead.")
+        return (tr("{at_cut} draws sit exactly on the cut: clamping moves each draw beyond the cut onto it (a pile "
+               "at the edge); a truncated normal draws those again instead.").format(at_cut=at_cut))
     if cut < 2.8:
-        return "no draw comes near 3 standard deviations: the truncation cuts too early."
+        return tr("no draw comes near 3 standard deviations: the truncation cuts too early.")
     if not close(sample_std, expected["truncated_std"], rtol=STD_RTOL):
-        return ("the draws are truncated at ±3 of their own standard deviations, but their spread "
-                "is not 1/sqrt(fan_in): check the std, and which axis of the weight is fan_in.")
+        return (tr("the draws are truncated at ±3 of their own standard deviations, but their spread is not "
+               "1/sqrt(fan_in): check the std, and which axis of the weight is fan_in."))
     return None
 
 
@@ -125,13 +127,13 @@ def _compare_std(got, expected) -> str | None:
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
-        return f"expected a number (the std), got {type(got).__name__}."
+        return tr("expected a number (the std), got {type}.").format(type=type(got).__name__)
     got = float(got)
     if close(got, expected, rtol=LEAKY_RTOL):
         return None
     if got > 0 and close(math.sqrt(got), expected, rtol=LEAKY_RTOL / 2):
-        return "that looks like a variance; the std is its square root."
-    return f"{got:.4g} is not the std that keeps E[z²] (allowed: a relative ±1e-6)."
+        return tr("that looks like a variance; the std is its square root.")
+    return tr("{got:.4g} is not the std that keeps E[z²] (allowed: a relative ±1e-6).").format(got=got)
 
 
 def leaky_case(fan_in: int, slope: float, description: str) -> Case:

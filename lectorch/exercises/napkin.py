@@ -6,6 +6,8 @@ The three value exercises are functions of their setting: the page's numbers are
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import math
 import numbers
 import random
@@ -96,18 +98,18 @@ def compare_gpus(got, expected) -> str | None:
     """Compare a GPU count with an int (the grader's), or check it against ``expected`` = the case's
     arguments by a property: the run fits in the days, and one GPU fewer does not."""
     if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-        return f"return a whole number of GPUs (an int), got {type(got).__name__} {got!r}."
+        return tr("return a whole number of GPUs (an int), got {type} {got!r}.").format(type=type(got).__name__, got=got)
     if isinstance(expected, numbers.Integral):
         if got == expected:
             return None
-        return "that many GPUs finish too late." if got < expected else "fewer GPUs would also finish in time."
+        return tr("that many GPUs finish too late.") if got < expected else tr("fewer GPUs would also finish in time.")
     params, tokens, days, peak, mfu = expected
     if got < 1:
-        return f"{got} GPUs cannot train anything."
+        return tr("{got} GPUs cannot train anything.").format(got=got)
     if _days(params, tokens, got, peak, mfu) > days * (1 + 1e-9):
-        return f"{got} GPUs finish too late."
+        return tr("{got} GPUs finish too late.").format(got=got)
     if got > 1 and _days(params, tokens, got - 1, peak, mfu) <= days * (1 + 1e-9):
-        return f"{got} GPUs finish in time, but fewer would too: the smallest number is asked."
+        return tr("{got} GPUs finish in time, but fewer would too: the smallest number is asked.").format(got=got)
     return None
 
 

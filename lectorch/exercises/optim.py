@@ -14,6 +14,8 @@ Every expected result comes from torch itself, on the instructor's side (``gradi
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import inspect
 
 import torch
@@ -69,21 +71,20 @@ def _start_params() -> list[torch.Tensor]:
 def _compare_rmsprop(got, expected) -> str | None:
     """``expected``: torch.optim.RMSprop's run of ``optimizer_trainer`` (plain, or its seal)."""
     if not isinstance(got, dict) or set(got) != set(expected):
-        return "pass your class through optimizer_trainer(...), as in the check cell."
+        return tr("pass your class through optimizer_trainer(...), as in the check cell.")
     ours, ref = got["params"], expected["params"]
     if len(ours) != len(ref) or not all(isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
                                         for a, b in zip(ours, ref)):
-        return "the trained model's parameters have the wrong number or shapes."
+        return tr("the trained model's parameters have the wrong number or shapes.")
     if not all(close(a, b, rtol=RMSPROP_TOL, atol=RMSPROP_TOL) for a, b in zip(ours, ref)):
         if all(torch.equal(a, b) for a, b in zip(ours, _start_params())):
-            return ("the parameters never changed. Update them in place; `p = p - ...` only rebinds "
-                    "a local name.")
-        return f"after {RMSPROP_STEPS} steps your parameters differ from torch.optim.RMSprop's."
+            return (tr("the parameters never changed. Update them in place; `p = p - ...` only rebinds a local name."))
+        return tr("after {steps} steps your parameters differ from torch.optim.RMSprop's.").format(steps=RMSPROP_STEPS)
     if not close(got["state_bytes"], expected["state_bytes"]):
-        return (f"the parameters match, but your optimizer keeps {got['state_bytes']} bytes of tensor "
-                "state for a 20-byte parameter: RMSProp needs exactly one buffer the size of the parameter.")
+        return (tr("the parameters match, but your optimizer keeps {state_bytes} bytes of tensor state for a "
+               "20-byte parameter: RMSProp needs exactly one buffer the size of the parameter.").format(state_bytes=got['state_bytes']))
     if not close(got["closure_loss"], expected["closure_loss"]):
-        return "step(closure) must call the closure (under torch.enable_grad()) and return its loss."
+        return tr("step(closure) must call the closure (under torch.enable_grad()) and return its loss.")
     return None
 
 
@@ -154,17 +155,17 @@ _NAMES = ("the parameter", "exp_avg (m)", "exp_avg_sq (v)")
 def _compare_adamw(got, expected) -> str | None:
     """``expected``: torch.optim.AdamW's (param, exp_avg, exp_avg_sq) after the step (or its seal)."""
     if not isinstance(got, (tuple, list)) or len(got) != 3:
-        return "return the triple (new_param, new_exp_avg, new_exp_avg_sq)."
+        return tr("return the triple (new_param, new_exp_avg, new_exp_avg_sq).")
     for name, g, e in zip(_NAMES, got, expected):
         if not isinstance(g, torch.Tensor):
-            return f"{name} should be a tensor, got {type(g).__name__}."
+            return tr("{name} should be a tensor, got {type}.").format(name=name, type=type(g).__name__)
         if tuple(g.shape) != tuple(e.shape):
-            return f"{name} has shape {tuple(g.shape)}, not the parameter's shape."
+            return tr("{name} has shape {shape}, not the parameter's shape.").format(name=name, shape=tuple(g.shape))
     for name, g, e in zip(_NAMES[1:], got[1:], expected[1:]):
         if not close(g, e, rtol=ADAMW_RTOL, atol=ADAMW_ATOL):
-            return f"{name} differs from torch.optim.AdamW's after this step."
+            return tr("{name} differs from torch.optim.AdamW's after this step.").format(name=name)
     if not close(got[0], expected[0], rtol=ADAMW_RTOL, atol=ADAMW_ATOL):
-        return "the moments match, but the new parameter differs from torch.optim.AdamW's."
+        return tr("the moments match, but the new parameter differs from torch.optim.AdamW's.")
     return None
 
 
@@ -224,21 +225,21 @@ def _compare_clip(got, expected) -> str | None:
     """``expected``: (clipped gradients, total norm) of torch.nn.utils.clip_grad_norm_ (or its seal)."""
     grads, total = expected
     if not isinstance(got, (tuple, list)) or len(got) != 2 or not isinstance(got[0], (tuple, list)):
-        return "return the pair (list of clipped gradients, total norm before clipping)."
+        return tr("return the pair (list of clipped gradients, total norm before clipping).")
     clipped, norm = got
     if len(clipped) != len(grads):
-        return f"return one clipped gradient per input gradient ({len(grads)}), got {len(clipped)}."
+        return tr("return one clipped gradient per input gradient ({n_grads}), got {n_clipped}.").format(n_grads=len(grads), n_clipped=len(clipped))
     try:
         norm = float(norm)
     except (TypeError, ValueError):
-        return f"the total norm should be a number, got {type(norm).__name__}."
+        return tr("the total norm should be a number, got {type}.").format(type=type(norm).__name__)
     if not close(norm, total, rtol=CLIP_RTOL, atol=CLIP_ATOL):
-        return "the total norm differs from torch's: the norm of all gradients taken together."
+        return tr("the total norm differs from torch's: the norm of all gradients taken together.")
     for i, (g, e) in enumerate(zip(clipped, grads)):
         if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(e.shape):
-            return f"clipped gradient {i} should be a tensor of its gradient's shape."
+            return tr("clipped gradient {i} should be a tensor of its gradient's shape.").format(i=i)
         if not close(g, e, rtol=CLIP_RTOL, atol=CLIP_ATOL):
-            return f"the norm is right, but clipped gradient {i} differs from torch's."
+            return tr("the norm is right, but clipped gradient {i} differs from torch's.").format(i=i)
     return None
 
 

@@ -6,6 +6,8 @@ byte count and log_softmax) and the hidden cases live in ``grading/precision.py`
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 
 import torch
 
@@ -109,20 +111,19 @@ def compare_log_probs(got, expected) -> str | None:
     """Log-probabilities: a float32 tensor of the input's shape, finite, close to torch's
     (``expected``: torch.log_softmax in float32, plain or its seal)."""
     if not isinstance(got, torch.Tensor):
-        return f"return a tensor, got {type(got).__name__}."
+        return tr("return a tensor, got {type}.").format(type=type(got).__name__)
     if tuple(got.shape) != tuple(expected.shape):
-        return f"your result has shape {tuple(got.shape)}; it must have the input's shape."
+        return tr("your result has shape {shape}; it must have the input's shape.").format(shape=tuple(got.shape))
     if got.dtype != torch.float32:
-        return f"your result has dtype {got.dtype}; return float32 log-probabilities."
+        return tr("your result has dtype {dtype}; return float32 log-probabilities.").format(dtype=got.dtype)
     got = got.detach().cpu()
     finite = torch.isfinite(got)
     if not finite.all():
-        return (f"{int((~finite).sum())} of your {got.numel()} log-probabilities are inf or NaN "
-                "(an overflow or a log of 0?).")
+        return (tr("{bad} of your {n} log-probabilities are inf or NaN (an overflow or a log of 0?).").format(bad=int((~finite).sum()), n=got.numel()))
     wrong = int(mismatch(got, expected, rtol=LOGSOFTMAX_RTOL, atol=LOGSOFTMAX_ATOL).sum())
     if wrong:
-        return (f"{wrong} of your {got.numel()} log-probabilities are off by more than the tolerance "
-                "(1e-5 of the value, at least 1e-4).")
+        return (tr("{wrong} of your {n} log-probabilities are off by more than the tolerance (1e-5 of the "
+               "value, at least 1e-4).").format(wrong=wrong, n=got.numel()))
     return None
 
 

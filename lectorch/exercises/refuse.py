@@ -40,6 +40,12 @@ from typing import Any, Iterable, Iterator
 import torch  # noqa: F401  (the doctests' namespace)
 from torch.overrides import TorchFunctionMode
 
+try:
+    from lectorch.i18n import tr
+except ImportError:  # loaded alone, by path, in a grader's sandbox: its messages stay English
+    def tr(message: str) -> str:
+        return message
+
 #: the methods of a refused class that are replaced too (besides ``__init__``)
 _CLASS_METHODS = ("step", "forward", "__call__")
 
@@ -52,8 +58,8 @@ class RefusedShortcut(Exception):
 
 
 def _message(name: str, what: str) -> str:
-    return (f"this exercise asks you to write {what} yourself: {name} is switched off while your "
-            "function is checked.")
+    return tr("this exercise asks you to write {what} yourself: {name} is switched off while your function "
+              "is checked.").format(what=tr(what), name=name)
 
 
 _SCAN: dict[str, bool] = {}  # module name -> may hold a student's alias (cached: scanning costs)
@@ -166,11 +172,11 @@ class _Refuse(TorchFunctionMode):
             name, entry = _torch_name(func), _entry_point()
             if entry and entry.endswith(".__init__"):
                 entry = "building " + entry.removesuffix(".__init__")
-            via = (f"{entry} (called by your function) uses {name}" if entry and not entry.startswith("torch")
-                   else f"{name} is a torch call")
-            raise RefusedShortcut(f"this exercise asks for {self.what} without creating a tensor: {via}, and "
-                                  "every torch call is switched off while your function is checked. Work it "
-                                  "out from the sizes in plain Python (ints and floats).")
+            via = (tr("{entry} (called by your function) uses {name}").format(entry=entry, name=name)
+                   if entry and not entry.startswith("torch") else tr("{name} is a torch call").format(name=name))
+            raise RefusedShortcut(tr("this exercise asks for {what} without creating a tensor: {via}, and every "
+                                     "torch call is switched off while your function is checked. Work it out from "
+                                     "the sizes in plain Python (ints and floats).").format(what=tr(self.what), via=via))
         return func(*args, **(kwargs or {}))
 
 
@@ -191,7 +197,7 @@ def _refusing_code(fn: types.FunctionType, message: str) -> types.CodeType:
 
 def refusal(code: types.CodeType) -> RefusedShortcut:
     """The error a swapped-out function raises (called from its refusing code)."""
-    return RefusedShortcut(_MESSAGES.get(code, "this routine is switched off while your function is checked."))
+    return RefusedShortcut(_MESSAGES.get(code) or tr("this routine is switched off while your function is checked."))
 
 
 def _raiser(name: str, what: str):
@@ -308,5 +314,5 @@ def refuse_subclass(cls: Any, bases: Iterable[str], what: str) -> None:
     for name in bases:
         base = resolve(name)
         if inspect.isclass(base) and issubclass(cls, base):
-            raise RefusedShortcut(f"this exercise asks you to write {what} yourself: your class derives "
-                                  f"from {name}; subclass torch.optim.Optimizer instead.")
+            raise RefusedShortcut(tr("this exercise asks you to write {what} yourself: your class derives from "
+                                     "{name}; subclass torch.optim.Optimizer instead.").format(what=tr(what), name=name))

@@ -57,6 +57,8 @@ The instructor's one-value command prints a seal token:
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import argparse
 import ast
 import dataclasses
@@ -97,11 +99,11 @@ def tolerance_text(rtol: float, atol: float) -> str:
     """
     if rtol:
         if rtol >= 0.001:
-            return f"within ±{rtol * 100:.3g} % of the answer"
-        return "exactly, up to rounding" if rtol <= 1e-6 else f"within ±{rtol:.1g} (relative)"
+            return tr("within ±{percent:.3g} % of the answer").format(percent=rtol * 100)
+        return tr("exactly, up to rounding") if rtol <= 1e-6 else tr("within ±{rtol:.1g} (relative)").format(rtol=rtol)
     if atol:
-        return f"within ±{atol:g}"
-    return "exactly"
+        return tr("within ±{atol:g}").format(atol=atol)
+    return tr("exactly")
 
 
 # ------------------------------------------------------------------------------ tokens
@@ -236,25 +238,25 @@ def how_far(got: float, expected: Any, rtol: float = 0.0, atol: float = 0.0) -> 
             rtol, atol = float(token.split("|")[1]), float(token.split("|")[2])
         d = decades_off(salt, token, got)
         if d is None and decades_off(salt, token, -got) is not None:
-            return f"{shown} has the wrong sign"
+            return tr("{shown} has the wrong sign").format(shown=shown)
     else:
         e = float(expected)
         if got and e and (got > 0) != (e > 0):
-            return f"{shown} has the wrong sign"
+            return tr("{shown} has the wrong sign").format(shown=shown)
         d = (math.floor(math.log10(abs(got))) - math.floor(math.log10(abs(e)))) if got and e else None
     if not d:
         words = tolerance_text(rtol, atol)
         if words.startswith("exactly"):
-            return f"{shown} is not the expected answer ({words}); recheck each factor"
-        return f"{shown} is not {words}; recheck each factor"
+            return tr("{shown} is not the expected answer ({words}); recheck each factor").format(shown=shown, words=words)
+        return tr("{shown} is not {words}; recheck each factor").format(shown=shown, words=words)
     if d > 0:
-        return f"{shown} is too large: the answer has a smaller power of ten; recheck the units and each factor"
-    return f"{shown} is too small: the answer has a larger power of ten; recheck the units and each factor"
+        return tr("{shown} is too large: the answer has a smaller power of ten; recheck the units and each factor").format(shown=shown)
+    return tr("{shown} is too small: the answer has a larger power of ten; recheck the units and each factor").format(shown=shown)
 
 
 def short(value: Any) -> str:
     if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+        return tr("a tensor of shape {shape} and dtype {dtype}").format(shape=tuple(value.shape), dtype=value.dtype)
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

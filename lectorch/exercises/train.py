@@ -17,6 +17,8 @@ own uninterrupted run; the prediction's physics answer is sealed.
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import math
 import os
 import tempfile
@@ -58,36 +60,35 @@ def batch_case(seed: GeneratorSeed | None, *, n: int, batch_size: int, context_l
 def check_batch(got: Any, spec: dict) -> str | None:
     """None if ``got`` is the batch ``spec`` describes; else what is wrong (never the answer)."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return a pair (inputs, targets)."
+        return tr("return a pair (inputs, targets).")
     x, y = got
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-        return "inputs and targets must both be torch tensors."
+        return tr("inputs and targets must both be torch tensors.")
     b, t, n = spec["batch_size"], spec["context_length"], spec["n"]
     if tuple(x.shape) != (b, t) or tuple(y.shape) != (b, t):
-        return (f"inputs and targets must have shape (batch_size, context_length); yours have "
-                f"{tuple(x.shape)} and {tuple(y.shape)}.")
+        return (tr("inputs and targets must have shape (batch_size, context_length); yours have {shape} and {shape2}.").format(shape=tuple(x.shape), shape2=tuple(y.shape)))
     if x.dtype != torch.int64 or y.dtype != torch.int64:
-        return (f"token ids must be int64 (what nn.Embedding and cross_entropy expect); yours are "
-                f"{x.dtype} and {y.dtype}.")
+        return (tr("token ids must be int64 (what nn.Embedding and cross_entropy expect); yours are {dtype} and "
+               "{dtype2}.").format(dtype=x.dtype, dtype2=y.dtype))
     if x.device.type != spec["device"] or y.device.type != spec["device"]:
-        return f"the batch must be on the requested device; yours is on {x.device}."
+        return tr("the batch must be on the requested device; yours is on {device}.").format(device=x.device)
     x, y = x.cpu(), y.cpu()
     if not torch.equal(x[:, 1:], y[:, :-1]):
-        return "the targets must be the inputs shifted by one position (the next tokens)."
+        return tr("the targets must be the inputs shifted by one position (the next tokens).")
     starts = x[:, 0] - OFFSET
     if int(starts.min()) < 0 or int(starts.max()) > n - t - 1:
-        return "a window starts outside the data (or so late that its last target does not exist)."
+        return tr("a window starts outside the data (or so late that its last target does not exist).")
     windows = starts[:, None] + torch.arange(t + 1) + OFFSET
     if not torch.equal(x, windows[:, :-1]) or not torch.equal(y, windows[:, 1:]):
-        return "each row must be a window of consecutive tokens, each target the token after its input."
+        return tr("each row must be a window of consecutive tokens, each target the token after its input.")
     if "starts" in spec and not close(starts, spec["starts"]):
         drawn = set(starts.tolist())
         short = n - t > 1 and spec.get("short_starts") is not None and close(starts, spec["short_starts"])
         if short or (b >= 20 * (n - t) and (n - t - 1) not in drawn):
-            return ("your starts come from one position fewer than there are: the last valid start "
-                    "is never drawn. Count the valid starts again.")
-        return ("your windows are valid, but they are not the ones the given generator draws: the "
-                "same generator seed must give the same batch, a different seed another one.")
+            return (tr("your starts come from one position fewer than there are: the last valid start is never drawn. "
+                   "Count the valid starts again."))
+        return (tr("your windows are valid, but they are not the ones the given generator draws: the same "
+               "generator seed must give the same batch, a different seed another one."))
     return None
 
 
@@ -144,13 +145,13 @@ def _compare_lr(got: Any, expected: dict) -> str | None:
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-        return f"return the learning rate as a number, got {type(got).__name__}."
+        return tr("return the learning rate as a number, got {type}.").format(type=type(got).__name__)
     scale, want = expected["max_lr"], expected["lr_over_max"]
     if close(got / scale, want, atol=LR_TOL):
         return None
     if got and close(got / scale / 2, want, atol=LR_TOL / 2):
-        return "{got!r} is twice the schedule's rate at this step.".format(got=got)
-    return f"{got!r} is not the schedule's rate at this step (allowed: 8 float32 ulps of max_lr)."
+        return tr("{got!r} is twice the schedule's rate at this step.").format(got=got)
+    return tr("{got!r} is not the schedule's rate at this step (allowed: 8 float32 ulps of max_lr).").format(got=got)
 
 
 _LR_CASES = (
@@ -240,17 +241,17 @@ def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
     if isinstance(got, dict) and "returned" in got:  # through counted_accumulation
         counted, got = got, got["returned"]
     if not isinstance(got, torch.Tensor):
-        return f"return the final weight tensor, not a {type(got).__name__}."
+        return tr("return the final weight tensor, not a {type}.").format(type=type(got).__name__)
     if tuple(got.shape) != tuple(expected.shape):
-        return f"the returned weight has shape {tuple(got.shape)}, not the starting weight's."
+        return tr("the returned weight has shape {shape}, not the starting weight's.").format(shape=tuple(got.shape))
     if close(got, expected, rtol=ACCUMULATE_TOL, atol=ACCUMULATE_TOL):
         if counted is not None and counted.get("backward_calls") != counted.get("micro_batches"):
-            return (f"the weight is right, but your function ran {counted.get('backward_calls')} backward passes "
-                    f"for {counted.get('micro_batches')} micro-batches: accumulation means one backward per "
-                    "micro-batch (a batch that fits in memory), adding up the gradients before each step.")
+            return (tr("the weight is right, but your function ran {backward} backward passes for {micro} micro-batches: "
+                   "accumulation means one backward per micro-batch (a batch that fits in memory), adding up the "
+                   "gradients before each step.").format(backward=counted.get('backward_calls'), micro=counted.get('micro_batches')))
         return None
-    return ("after your steps the weight differs from what the same number of steps on the "
-            "concatenated micro-batches gives.")
+    return (tr("after your steps the weight differs from what the same number of steps on the concatenated "
+           "micro-batches gives."))
 
 
 register(
@@ -413,34 +414,33 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
 def _compare_resume(got: Any, expected: dict) -> str | None:
     if isinstance(got, dict) and "returned" in got:  # through crashed_run
         if not got.get("loads") or not got.get("saves"):
-            return ("your run never wrote and read back a checkpoint: at step crash_at it must save (torch.save), "
-                    "start over from a fresh model, optimizer and generators, and load (torch.load), as the "
-                    "snippet does.")
+            return (tr("your run never wrote and read back a checkpoint: at step crash_at it must save (torch.save), "
+                   "start over from a fresh model, optimizer and generators, and load (torch.load), as the snippet "
+                   "does."))
         got = got["returned"]
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return the pair (losses, final weight), as the snippet does."
+        return tr("return the pair (losses, final weight), as the snippet does.")
     losses, weight = got
     want, k = expected["losses"], expected["crash_at"]
     if not isinstance(losses, (list, tuple)) or len(losses) != len(want):
         n = len(losses) if isinstance(losses, (list, tuple)) else "no"
-        return (f"the run returned {n} losses instead of one per step: does the resumed run carry "
-                "on from the step it saved?")
+        return (tr("the run returned {n} losses instead of one per step: does the resumed run carry on from the "
+               "step it saved?").format(n=n))
     try:
         agree = [close(float(a), float(b), rtol=RESUME_TOL, atol=RESUME_TOL) for a, b in zip(losses, want)]
     except (TypeError, ValueError, RuntimeError):
-        return "return the losses as plain numbers (loss.item()), one per step, as the snippet does."
+        return tr("return the losses as plain numbers (loss.item()), one per step, as the snippet does.")
     if not all(agree):
         first = agree.index(False)
         if first < k:
-            return "the losses differ before the crash already: change only what is saved and loaded."
+            return tr("the losses differ before the crash already: change only what is saved and loaded.")
         if first == k:
-            return (f"the first step after the crash (step {k + 1}) already differs from the run "
-                    "that never crashed: something that decides that step's batch or its dropout "
-                    "was not restored.")
-        return (f"the first step after the crash matches, but step {first + 1} differs: some state "
-                "that the updates build up over steps was not restored.")
+            return (tr("the first step after the crash (step {step}) already differs from the run that never crashed: "
+                   "something that decides that step's batch or its dropout was not restored.").format(step=k + 1))
+        return (tr("the first step after the crash matches, but step {step} differs: some state that the updates "
+               "build up over steps was not restored.").format(step=first + 1))
     if not isinstance(weight, torch.Tensor) or not close(weight, expected["weight"], rtol=RESUME_TOL, atol=RESUME_TOL):
-        return "every loss matches, but the final weight differs from the run that never crashed."
+        return tr("every loss matches, but the final weight differs from the run that never crashed.")
     return None
 
 

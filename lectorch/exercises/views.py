@@ -15,6 +15,8 @@ package holds the public cases' results only as seals.
 
 from __future__ import annotations
 
+from lectorch.i18n import tr
+
 import numbers
 from typing import Any
 
@@ -30,15 +32,15 @@ def _compare_strides(got: Any, expected: dict) -> str | None:
     """``expected``: ``ndim`` (in clear), the strides torch reports and the same sorted (plain or sealed)."""
     if not isinstance(got, (tuple, list)) or not all(
             isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in got):
-        return f"return the strides as a tuple of ints, got {type(got).__name__} {got!r}."
+        return tr("return the strides as a tuple of ints, got {type} {got!r}.").format(type=type(got).__name__, got=got)
     got = tuple(int(s) for s in got)
     if close(got, expected["strides"]):
         return None
     if len(got) != expected["ndim"]:
-        return f"your strides have {len(got)} entries; a transpose keeps the number of dims."
+        return tr("your strides have {n_got} entries; a transpose keeps the number of dims.").format(n_got=len(got))
     if close(tuple(sorted(got)), expected["sorted"]):
-        return "the right numbers in the wrong order."
-    return "these are not the strides torch reports for this shape and these dims."
+        return tr("the right numbers in the wrong order.")
+    return tr("these are not the strides torch reports for this shape and these dims.")
 
 
 def transpose_case(shape, dim0, dim1, description: str) -> Case:
@@ -148,8 +150,8 @@ def compare_letters(got: Any, expected: str) -> str | None:
     """The grader's comparison on a hidden shape: the same set of letters, in any spelling."""
     letters = letters_of(got)
     if letters is None:
-        return f"return a string of letters from a to k, such as \"ab\"; got {got!r}."
-    return None if letters == expected else f"{got!r} is not the set of operations that copy for this shape."
+        return tr("return a string of letters from a to k, such as \"ab\"; got {got!r}.").format(got=got)
+    return None if letters == expected else tr("{got!r} is not the set of operations that copy for this shape.").format(got=got)
 
 
 #: asked as a function of x's shape: the page's 4×4 x is the public case (sealed); the grader tries
@@ -198,8 +200,8 @@ def compare_layout(got: Any, expected: Any) -> str | None:
     """The grader's comparison on a hidden shape: the same strides and offset, exactly."""
     layout = _as_layout(got)
     if layout is None:
-        return f"return a pair (strides, offset) of ints, like ((6, 2, 1), 0); got {got!r}."
-    return None if layout == _as_layout(expected) else f"{got!r} is not the expected (strides, offset)."
+        return tr("return a pair (strides, offset) of ints, like ((6, 2, 1), 0); got {got!r}.").format(got=got)
+    return None if layout == _as_layout(expected) else tr("{got!r} is not the expected (strides, offset).").format(got=got)
 
 
 register(
@@ -226,13 +228,13 @@ register(
 # --- 5. debug: .view on a transposed tensor ---------------------------------------------------------
 def _compare_merged(got: Any, expected: torch.Tensor) -> str | None:
     if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {type(got).__name__}."
+        return tr("expected a tensor, got {type}.").format(type=type(got).__name__)
     if tuple(got.shape) != tuple(expected.shape):
-        return f"your tensor has shape {tuple(got.shape)}, not (batch, seq, heads * width)."
+        return tr("your tensor has shape {shape}, not (batch, seq, heads * width).").format(shape=tuple(got.shape))
     if close(got, expected):
         return None
-    return ("right shape, wrong values: out[b, s, h * width + j] must be x[b, h, s, j] (a reshape "
-            "alone regroups the elements in storage order, which is not this order).")
+    return (tr("right shape, wrong values: out[b, s, h * width + j] must be x[b, h, s, j] (a reshape alone "
+           "regroups the elements in storage order, which is not this order)."))
 
 
 def merge_case(shape, description: str, *, seed: int, transposed_input: bool = False) -> Case:

@@ -13,7 +13,7 @@ from lectorch import _validate
 from lectorch.bench import format_seconds
 from lectorch.device import check_device, get_device
 from lectorch.flops import format_flops, matmul_flops
-from lectorch.hardware import GPUS, get_gpu, gpu_for_device
+from lectorch.hardware import PANEL_GPUS, get_gpu, gpu_for_device
 from lectorch.memory import format_bytes
 from lectorch.plots.flops import roofline_figure
 from lectorch.roofline import (
@@ -239,7 +239,7 @@ def roofline_panel(gpu: str = "H100 SXM", dtype: str = "bf16", m: int = 1024, k:
     sizes = [2**i for i in range(17)]
     style = {"description_width": "50px"}
     controls = {
-        "gpu": w.Dropdown(options=list(GPUS), value=get_gpu(gpu).name, description="GPU", style=style),
+        "gpu": w.Dropdown(options=list(PANEL_GPUS), value=get_gpu(gpu).name, description="GPU", style=style),
         "dtype": w.Dropdown(options=["fp32", "tf32", "bf16", "fp16", "fp8"], value=dtype, description="dtype", style=style),
         "m": w.SelectionSlider(options=sizes, value=m, description="m", style=style),
         "k": w.SelectionSlider(options=sizes, value=k, description="k", style=style),

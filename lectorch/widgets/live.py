@@ -23,7 +23,7 @@ from lectorch import backprop, contractions, napkin, optim, step_memory, transfe
 import math
 
 from lectorch.dtypes import FLOAT_DTYPES, bracket, float_bits, float_format, relative_error, short_name, spacing
-from lectorch.hardware import GPUS
+from lectorch.hardware import PANEL_GPUS
 from lectorch.memory import tensor_bytes
 from lectorch.roofline import MATMUL_PRECISIONS, Roofline, element_bytes, matmul_bytes, matmul_intensity
 from lectorch.flops import matmul_flops
@@ -43,7 +43,7 @@ def export_data() -> dict[str, Any]:
     from lectorch.plots import views as view_plots
 
     gpus = {}
-    for key, spec in GPUS.items():
+    for key, spec in PANEL_GPUS.items():
         entry = {"name": spec.name, "napkin_memory_bytes": spec.napkin_memory_bytes,
                  "bandwidth_bytes_per_s": spec.bandwidth_bytes_per_s, "dense": dict(spec.dense)}
         gpus[key] = entry

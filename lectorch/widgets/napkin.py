@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from lectorch import napkin
-from lectorch.hardware import GPUS
+from lectorch.hardware import PANEL_GPUS
 from lectorch.memory import format_bytes
 from lectorch.widgets import Panel, round_values, si_count
 
@@ -65,7 +65,7 @@ def napkin_panel(params: float = 70e9, tokens: float = 15e12, gpu: str = "H100 S
     controls = {
         "params": w.SelectionSlider(**stops(1e8, 3e12, params), description="parameters", style=style),
         "tokens": w.SelectionSlider(**stops(1e9, 1e14, tokens), description="tokens", style=style),
-        "gpu": w.Dropdown(options=list(GPUS), value=gpu, description="GPU", style=style),
+        "gpu": w.Dropdown(options=list(PANEL_GPUS), value=gpu, description="GPU", style=style),
         "num_gpus": w.SelectionSlider(options=[2**k for k in range(15)], value=num_gpus, description="GPUs",
                                       style=style),
         "mfu": w.SelectionSlider(options=[round(0.05 * i, 2) for i in range(1, 19)], value=round(mfu, 2),
