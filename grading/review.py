@@ -35,6 +35,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from lectorch.i18n import tr
+
 #: names a notebook may use without defining them (the builtins)
 _BUILTINS = frozenset(dir(builtins))
 
@@ -661,16 +663,14 @@ def split(notebook: Mapping, items: list[dict], refusals: Mapping[str, dict],
     return plain, fresh, findings
 
 
-#: a statement of the program that raised in the fresh process (where the exercise's forbidden
-#: routines do not exist): what an answer's later NameError comes from
-PROGRAM_ERROR = "cell {cell}, line {line} raised {error} in the grader's run, where what this exercise forbids does not exist"
-
-
 def program_errors(status: str, message: str, errors: Any) -> str:
     """``message``, with the program's statements that raised, when the answer did not pass."""
     if status == "passed" or not isinstance(errors, list) or not errors:
         return message
-    said = "; ".join(PROGRAM_ERROR.format(cell=e.get("cell", 0), line=e.get("line", 0), error=str(e.get("error", ""))[:160])
+    # a statement of the program that raised in the fresh process (where the exercise's forbidden
+    # routines do not exist): what an answer's later NameError comes from
+    said = "; ".join(tr("cell {cell}, line {line} raised {error} in the grader's run, where what this "
+                        "exercise forbids does not exist").format(cell=e.get("cell", 0), line=e.get("line", 0), error=str(e.get("error", ""))[:160])
                      for e in errors[:2] if isinstance(e, dict))
     return f"{message} ({said})" if said else message
 
