@@ -27,14 +27,14 @@ ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
 PRIVATE_USE = re.compile(r'"\\(f[0-9a-f]{3}|e[0-9a-f]{3})\s?"')
 #: the characters the CJK font's unicode-range covers (i18n_static/lectorch-i18n.css)
 CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
-#: the pages whose CJK text uses the translation's whole font (their terms are many)
-CJK_PAGES = ("glossary.html",)
+#: the pages whose CJK text uses the translation's whole font: the glossary and the index of its terms
+CJK_PAGES = ("glossary.html", "genindex.html")
 
 
 def icon_codepoints(static: Path, pages: list[Path]) -> set[int]:
     """The Font Awesome code points the book draws: the icons of ``pages``' classes and of the
-    scripts in ``static``, mapped through the stylesheets' icon rules, and every other code point
-    the stylesheets write (pseudo-element icons).
+    scripts they load, mapped through the icon rules of the stylesheets in ``static``, and every
+    other code point those stylesheets write (pseudo-element icons).
 
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
@@ -53,11 +53,17 @@ def icon_codepoints(static: Path, pages: list[Path]) -> set[int]:
                 names[name] = int(code, 16)
         extra.update(int(c, 16) for c in PRIVATE_USE.findall(ICON_RULE.sub("", text)))
     used: set[str] = set()
+    scripts: set[Path] = set()
     for path in pages:
-        used.update(ICON_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
-    for script in static.rglob("*.js"):
-        if script.name != "fontawesome.js":
-            used.update(ICON_CLASS.findall(script.read_text(encoding="utf-8", errors="replace")))
+        text = path.read_text(encoding="utf-8", errors="replace")
+        used.update(ICON_CLASS.findall(text))
+        # the scripts the page loads (they may add icons), not every script in _static
+        for src in re.findall(r'<script[^>]*\ssrc="([^"?#]+)', text):
+            script = (path.parent / src).resolve()
+            if script.name != "fontawesome.js" and script.is_file():
+                scripts.add(script)
+    for script in scripts:
+        used.update(ICON_CLASS.findall(script.read_text(encoding="utf-8", errors="replace")))
     return extra | {names[n] for n in used if n in names}
 
 
@@ -125,8 +131,16 @@ def _build_finished(app, exception) -> None:
         return
     outdir = Path(app.outdir)
     subset_icon_fonts(outdir)
-    cjk_chrome_font(outdir)
+    if not app.config.language.startswith("zh"):  # a Chinese page uses the whole font
+        cjk_chrome_font(outdir)
+
+
+def _layout(app, config) -> None:
+    layout = str(Path(__file__).resolve().parent / "book_layout")  # layout.html: the theme's, lighter
+    if layout not in config.templates_path:
+        config.templates_path = list(config.templates_path or []) + [layout]
 
 
 def setup(app) -> None:
+    app.connect("config-inited", _layout)
     app.connect("build-finished", _build_finished)
