@@ -33,10 +33,11 @@ LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
-.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book test unit execute lab student grading-bundle grade clean translations torch-matrix
+.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book serve test unit execute lab student grading-bundle grade clean translations torch-matrix
 help:
 	@echo "make book     build the HTML book into _build/html (creates $(VENV) on first use)"
 	@echo "make book EDITION=class  the class book (no solutions) into _build/class/html"
+	@echo "make serve    serve the built book on http://127.0.0.1:$(SERVE_PORT)/, gzip-compressed as a host serves it"
 	@echo "make test     run every test: lectorch, the chapters (nbval), the book build, the browser"
 	@echo "make unit     the fast loop: ruff and lectorch's unit tests (no book, browser or notebook runs)"
 	@echo "make execute  re-execute chapters in place (NB=chapters/05_flops_mfu.ipynb for one)"
@@ -127,6 +128,13 @@ book: $(STAMP)
 	@for edition in $(BOOK_EDITIONS); do \
 	  $(BIN)/python tools/build_book.py --edition $$edition $(if $(EXECUTE),$$(test $$edition = book && echo --execute)) || exit 1; done
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html; the class book: _build/class/html)."
+
+# The built book on 127.0.0.1, text gzip-compressed as GitHub Pages and most hosts send it
+# (tools/serve.py; SERVE_PORT=8001 for another port).
+SERVE_PORT ?= 8000
+serve: $(STAMP)
+	@test -f _build/html/index.html || { echo "no book in _build/html: run make book first"; exit 2; }
+	$(BIN)/python tools/serve.py _build/html --port $(SERVE_PORT)
 
 # Re-extract the English messages and merge them into locales/zh_CN (changed ones turn fuzzy).
 translations: $(STAMP)

@@ -1,6 +1,7 @@
 """What a reader of the built book sees, counted in headless Chromium (offline), for both editions.
 
     .venv/bin/python tools/reader_metrics.py [_build/html] [--words N]
+    .venv/bin/python tools/reader_metrics.py [_build/html] --first-visit [--plain]
 
 Prints, per edition: the panels of the chapter pages live in the page (computed or switching between
 recorded results) and empty (no text, no drawing), of all panels; the code blocks that need sideways
@@ -8,6 +9,11 @@ scrolling at 1280 px, of all visible code blocks; the chapter pages wider than 3
 Chinese edition, the share of the visible prose still in English: Latin-letter words outside code,
 outputs (panels included), math and proper names, of all visible words, a Chinese word counted per
 1.65 characters; and the same share for the panels' own text (titles, notes, labels, results). ``--words N`` also lists the N commonest such English words.
+
+``--first-visit``: a reader's first visit (empty cache) of the chapters of :data:`FIRST_VISIT` in each
+edition on a slow phone profile (:data:`FAST_3G` and a 4x slower CPU, through the DevTools protocol),
+the book served gzip-compressed as a host serves it (``tools/serve.py``; ``--plain``: as stored):
+requests, bytes transferred, first contentful paint and the moment every live panel's controls work.
 """
 
 from __future__ import annotations
@@ -63,6 +69,66 @@ PANELS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p
 })"""
 CODE = """() => { const pres = Array.from(document.querySelectorAll('article pre')).filter(p => p.offsetParent);
   return {pres: pres.length, scrolling: pres.filter(p => p.scrollWidth > p.clientWidth + 1).length}; }"""
+
+
+#: the chapters whose first visit is measured
+FIRST_VISIT = ("00_napkin_math", "03_strides_views", "05_flops_mfu", "08_optimizers_memory", "10_precision_scale")
+#: Chrome DevTools' "Fast 3G" preset (its network panel's numbers): latency in ms, throughput in bytes/s
+FAST_3G = {"offline": False, "latency": 562.5, "downloadThroughput": 1.6e6 * 0.9 / 8,
+           "uploadThroughput": 750e3 * 0.9 / 8}
+CPU_SLOWDOWN = 4
+#: the page-clock moment every live or recorded panel has working controls (0 while one has not)
+PANELS_USABLE = """() => document.readyState !== 'loading'
+  && !document.querySelector('.lectorch-panel[data-live]:not(.lp-ready), .lectorch-panel[data-recorded]:not(.lp-ready)')
+  ? performance.now() : 0"""
+
+
+def first_visit(browser, url: str) -> dict:
+    """One first visit of ``url`` in a fresh browser context on the slow profile: requests, bytes
+    transferred (as encoded on the wire), first contentful paint and panels usable (s from navigation)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    cdp.send("Network.emulateNetworkConditions", FAST_3G)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+    sizes: dict[str, float] = {}
+    urls: dict[str, str] = {}
+    cdp.on("Network.requestWillBeSent", lambda e: urls.__setitem__(e["requestId"], e["request"]["url"]))
+    cdp.on("Network.loadingFinished", lambda e: sizes.__setitem__(e["requestId"], e["encodedDataLength"]))
+    page.goto(url, wait_until="commit")
+    usable = page.wait_for_function(PANELS_USABLE, polling=50, timeout=120_000).json_value() / 1000
+    page.wait_for_load_state("load", timeout=120_000)
+    page.wait_for_load_state("networkidle", timeout=120_000)
+    paint = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || 0")
+    context.close()
+    by_file = sorted(((sizes.get(r, 0), u) for r, u in urls.items()), reverse=True)
+    return {"requests": len(urls), "bytes": sum(sizes.values()), "paint_s": paint / 1000, "usable_s": usable,
+            "largest": [(round(b), u.split("/", 3)[-1].split("?")[0]) for b, u in by_file[:8]]}
+
+
+def measure_first_visits(book: Path, *, compress: bool = True) -> dict[str, dict]:
+    """:func:`first_visit` of each chapter of :data:`FIRST_VISIT`, English and 中文: {path: facts}."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import serve
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    httpd = serve.start(book, compress=compress)
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    out = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"])
+        for edition in ("", "zh/"):
+            for name in FIRST_VISIT:
+                path = f"{edition}chapters/{name}.html"
+                out[path] = first_visit(browser, f"{base}/{path}")
+        browser.close()
+    httpd.shutdown()
+    return out
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -145,10 +211,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("book", nargs="?", default=str(ROOT / "_build" / "html"), help="the built English book (zh/ inside)")
     parser.add_argument("--words", type=int, default=0, help="list the N commonest English words of the zh pages")
+    parser.add_argument("--first-visit", action="store_true", help="measure first visits on a Fast 3G, 4x slower CPU profile")
+    parser.add_argument("--plain", action="store_true", help="with --first-visit: serve the book uncompressed")
+    parser.add_argument("--json", help="with --first-visit: also write the facts to this JSON file")
     args = parser.parse_args(argv)
     book = Path(args.book)
     if not (book / "chapters").is_dir() or not (book / "zh" / "chapters").is_dir():
         parser.error(f"book={book} has no chapters/ and zh/chapters/: build it with `make book`")
+    if args.first_visit:
+        import statistics
+
+        visits = measure_first_visits(book, compress=not args.plain)
+        print(f"first visit, {'as stored' if args.plain else 'gzip'}, Fast 3G + {CPU_SLOWDOWN}x CPU "
+              "(requests, KB transferred, first paint s, panels usable s):")
+        for path, f in visits.items():
+            print(f"  {path:42} {f['requests']:3d} {f['bytes'] / 1000:7.0f} KB {f['paint_s']:5.1f} s {f['usable_s']:5.1f} s")
+            print("    largest:", ", ".join(f"{u} {b / 1000:.0f}" for b, u in f["largest"][:5]))
+        for key in ("requests", "bytes", "paint_s", "usable_s"):
+            print(f"  median {key}: {statistics.median(f[key] for f in visits.values()):.6g}"
+                  f" (max {max(f[key] for f in visits.values()):.6g})")
+        if args.json:
+            Path(args.json).write_text(json.dumps(visits, indent=1))
+        return 0
     for edition, f in measure(book, args.words).items():
         line = (f"{edition}: panels live {f['live']}/{f['panels']}, empty {f['empty']}/{f['panels']}; "
                 f"code blocks scrolling at 1280 px {f['scrolling']}/{f['pres']} "

@@ -28,6 +28,9 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
 5. The install line of the chapters' first cell and of the running page (``{lectorch-install}``),
    built from the one setting ``repository.url`` of ``_config.yml``.
 6. ``book_static/lectorch-nav.js``: the theme's sidebar buttons work at every width (see that file).
+7. A light first visit (``book_light.py``, ``book_templates/layout.html``): Font Awesome once, as
+   webfonts cut to the icons the book shows; the search index on the search page only; the CJK font
+   where CJK text is.
 """
 
 from __future__ import annotations
@@ -196,6 +199,9 @@ def _control_html(spec: dict, disabled: bool, _=lambda text, context=None: text)
     attrs = f'data-control="{html.escape(name)}" aria-label="{label}"'
     attrs += " disabled" if disabled else ""
     readout = ""
+    if kind == "fixed":  # a recorded panel's setting measured at one value only: text, not a control
+        return (f'<span class="lp-control lp-fixed"><span class="lp-label">{label}</span>'
+                f'<span data-control="{html.escape(name)}">{html.escape(str(spec["labels"][0]))}</span></span>')
     if kind in ("selection-slider", "select"):
         index = spec.get("index") or 0
         if kind == "select":
@@ -242,6 +248,8 @@ def recorded_specs(specs: list[dict], grid: dict[str, list]) -> list[dict]:
 
     >>> recorded_specs([{"name": "n", "label": "n", "kind": "int-slider", "value": 4}], {"n": [2, 4]})[0]["index"]
     1
+    >>> recorded_specs([{"name": "n", "label": "n", "kind": "int-slider", "value": 4}], {"n": [1]})[0]["kind"]
+    'fixed'
     """
     out = []
     for spec in specs:
@@ -250,7 +258,9 @@ def recorded_specs(specs: list[dict], grid: dict[str, list]) -> list[dict]:
             out.append(spec)
             continue
         current = spec.get("value", spec["values"][spec.get("index") or 0] if "values" in spec else None)
-        kind = "selection-slider" if spec["kind"].endswith("slider") and len(values) > 1 else "select"
+        # one recorded value: shown as a fixed setting, not as a control that changes nothing
+        kind = ("fixed" if len(values) == 1 else
+                "selection-slider" if spec["kind"].endswith("slider") else "select")
         out.append({"name": spec["name"], "label": spec["label"], "kind": kind, "values": values,
                     "labels": [_grid_label(v) for v in values],
                     "index": values.index(current) if current in values else 0})
@@ -299,7 +309,8 @@ def check_html(data: dict, _=lambda text: text) -> str:
     """A checker cell's output in the static page: what the checker tests, not a verdict."""
     summary = html.escape(_(data.get("summary") or ""))
     exercise = html.escape(data.get("exercise") or "")
-    stop = "。" if summary and not summary.isascii() else ". "
+    # a Chinese summary ends with a Chinese full stop; an English one (even with ± or µ in it) with ". "
+    stop = "。" if re.search(r"[\u3400-\u9fff]", summary) else ". "
     return (f'<div class="lectorch-check" data-exercise="{exercise}"><span class="lc-label">{html.escape(_("checker"))}</span> '
             f"{summary}{stop}<i>{html.escape(_('Run the notebook to get feedback on your answer.'))}</i></div>")
 
@@ -551,12 +562,16 @@ class TorchMatrixDirective(Directive):
 
 
 def setup(app):
+    import book_light  # tools/, beside this extension: the fonts cut to what the pages show
+
+    book_light.setup(app)
     _patch_myst_nb()
     app.add_js_file(None, body=MATHJAX2_ADAPTER, priority=100)
     app.add_js_file("lectorch-live-data.js", priority=500)
     app.add_js_file("lectorch-live.js", priority=501, defer="defer")
     app.add_js_file("lectorch-nav.js", priority=502, defer="defer")
     app.add_css_file("lectorch.css")
+    app.add_css_file("lectorch-reader.css")
     app.add_directive("lectorch-install", InstallDirective)
     app.add_directive("lectorch-clone", CloneDirective)
     app.add_directive("lectorch-torch-matrix", TorchMatrixDirective)

@@ -553,7 +553,13 @@ def _search_in_chinese(app, config) -> None:
     words.parent.mkdir(parents=True, exist_ok=True)
     words.write_text("".join(f"{w}\n" for w in search_words()), encoding="utf-8")
     config.html_search_options = {**(config.html_search_options or {}), "dict": str(words)}
-    app.add_js_file("lectorch-search-zh.js", defer="defer")
+    app.connect("html-page-context", _search_script)
+
+
+def _search_script(app, pagename, templatename, context, doctree) -> None:
+    """The query's segmentation, on the one page that searches (Sphinx adds a file named here to this page only)."""
+    if pagename == "search":
+        app.add_js_file("lectorch-search-zh.js", defer="defer")
 
 
 def _add_static(app) -> None:

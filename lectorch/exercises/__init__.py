@@ -592,6 +592,17 @@ def versus_prediction(measured: Any, prediction: Any, *, comparable: bool = True
     return tr("measured / your prediction: {ratio:.2g}").format(ratio=m / p)
 
 
+def against_prediction(exercise_id: str, measured: Any, *, comparable: bool = True) -> str:
+    """:func:`versus_prediction` of ``measured`` and the prediction last checked for ``exercise_id``:
+    the last line of a predict-then-measure cell.
+
+    >>> reset_attempts("flops-time-ratio")
+    >>> against_prediction("flops-time-ratio", 7.9)
+    'measured / your prediction: (no prediction yet)'
+    """
+    return versus_prediction(measured, prediction_of(exercise_id), comparable=comparable)
+
+
 def _measured_text(prediction: Any, measured: float | None) -> str:
     # nbval blanks this parenthesis (tests/sanitize.cfg): it depends on the machine
     m, p = _as_real(measured), _as_real(prediction)

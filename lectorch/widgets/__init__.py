@@ -120,6 +120,17 @@ def si_count(x: float) -> str:
     return f"{x:.3g}"
 
 
+def amount(x: float) -> str:
+    """A quantity with the precision a reader needs: three significant digits, and whole numbers with
+    thousands separators from 100 up (the napkin panel's days and GPU-hours; the page script's
+    ``amount`` in tools/book_static/lectorch-live.js is the same rule).
+
+    >>> amount(0.0382), amount(7.644), amount(76.44), amount(144.2), amount(18342.6), amount(0.0)
+    ('0.0382', '7.64', '76.4', '144', '18,343', '0')
+    """
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def round_values(low: float, high: float, mantissas: tuple[float, ...] = (1, 1.5, 2, 3, 5, 7)) -> list[float]:
     """Round slider stops from ``low`` to ``high``: each mantissa times each power of ten.
 

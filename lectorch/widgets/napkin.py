@@ -7,7 +7,7 @@ import ipywidgets as w
 from lectorch import napkin
 from lectorch.hardware import PANEL_GPUS
 from lectorch.memory import format_bytes
-from lectorch.widgets import Panel, round_values, si_count
+from lectorch.widgets import Panel, amount, round_values, si_count
 
 #: Bytes per parameter choices offered by the panel.
 MEMORY_SETUPS = {
@@ -24,6 +24,8 @@ def render_napkin(params: float, tokens: float, gpu: str, num_gpus: int, mfu: fl
 
     >>> "144" in render_napkin(70e9, 15e12, "H100 SXM", 1024, 0.5, "AdamW fp32 (16 B)", "bf16")
     True
+    >>> "<b>0.0137 days</b> (337 GPU-hours)" in render_napkin(1e9, 1e11, "H100 SXM", 1024, 0.5, "SGD fp32 (8 B)", "bf16")
+    True
     """
     s = napkin.summarize(params, tokens, gpu=gpu, num_gpus=num_gpus, mfu=mfu,
                          bytes_per_param=MEMORY_SETUPS[setup], dtype=dtype)
@@ -33,7 +35,7 @@ def render_napkin(params: float, tokens: float, gpu: str, num_gpus: int, mfu: fl
     rows = [
         ("training FLOPs (6·N·T)", f"{s.training_flops:.3g}"),
         ("useful cluster FLOP/s", f"{s.cluster_flops_per_s:.3g}"),
-        ("training time", f"<b>{s.days:,.0f} days</b> ({s.gpu_hours:,.0f} GPU-hours)"),
+        ("training time", f"<b>{amount(s.days)} days</b> ({amount(s.gpu_hours)} GPU-hours)"),
         ("weights + gradients + optimizer state, fully sharded (ZeRO-3/FSDP)",
          f"{format_bytes(s.memory_needed_bytes, binary=False)} — {fit(s.fits)} in "
          f"{format_bytes(s.memory_available_bytes, binary=False)}"),

@@ -49,6 +49,9 @@
     return Number(x).toLocaleString("en-US", {minimumFractionDigits: decimals || 0,
                                               maximumFractionDigits: decimals || 0});
   }
+  function amount(x) {                 // lectorch.widgets.amount: 3 significant digits, whole from 100 up
+    return Math.abs(x) >= 100 ? commas(x) : gfmt(x, 3);
+  }
   function scaled(n, base, units) {
     var i = 0;
     while (Math.abs(n) >= base && i < units.length - 1) { n /= base; i += 1; }
@@ -118,7 +121,7 @@
       var html = table([
         [tr("training FLOPs (6·N·T)"), gfmt(flops, 3)],
         [tr("useful cluster FLOP/s"), gfmt(perS, 3)],
-        [tr("training time"), tr("<b>{days} days</b> ({hours} GPU-hours)", {days: commas(days), hours: commas(n.gpu_hours)})],
+        [tr("training time"), tr("<b>{days} days</b> ({hours} GPU-hours)", {days: amount(days), hours: amount(n.gpu_hours)})],
         [tr("weights + gradients + optimizer state, fully sharded (ZeRO-3/FSDP)"), memory(n.memory_available_bytes)],
         [tr("the same, a full copy on every GPU (plain data parallelism)"), memory(n.memory_per_gpu_bytes)],
         [tr("largest model, fully sharded"), tr("{n} parameters (activations not counted)", {n: siCount(n.max_params)})],
@@ -811,6 +814,7 @@
 
   // ---- wiring ------------------------------------------------------------------------------
   function controlValue(el, spec) {
+    if (spec.kind === "fixed") return spec.values[0];
     if (spec.kind === "selection-slider" || spec.kind === "select") return spec.values[Number(el.value)];
     if (spec.kind === "log-slider") return Number(Math.pow(spec.base, Number(el.value)).toPrecision(12));
     if (spec.kind === "int-slider" || spec.kind === "number") return Number(el.value);
@@ -885,6 +889,6 @@
       update(panel);
     });
   }
-  window.lectorchLive = {LIVE: LIVE, RECORDED: RECORDED, update: update, gfmt: gfmt};
+  window.lectorchLive = {LIVE: LIVE, RECORDED: RECORDED, update: update, gfmt: gfmt, amount: amount};
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();

@@ -1,0 +1,146 @@
+"""A light first visit: the fonts the book ships, cut to what its pages show.
+
+1. Font Awesome once. The theme ships its icons twice: as a script that redraws every icon as SVG
+   (``fontawesome.js``, which ``book_templates/layout.html`` drops) and as webfonts that its
+   stylesheet uses for the same icons and for its admonitions' and links' pseudo-element icons.
+   The build keeps the webfonts, cut to the glyphs the book uses (:func:`icon_codepoints`): the
+   icon classes of the built pages and of the theme's scripts, and every icon the stylesheets name
+   outside Font Awesome's own class list.
+2. The CJK font where CJK text is. An English page shows a few Chinese characters (the language
+   switch's 中文, the glossary's 术语表): they come from a font of only the characters that the
+   English pages outside the glossary show (:func:`cjk_chrome_font`), a few KB, not the translation's
+   whole subset, which the Chinese pages and the English glossary's terms use
+   (``i18n_static/lectorch-i18n.css``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+#: Font Awesome's icon map in the theme's stylesheet: ``.fa-bars:before{content:"\\f0c9"}``
+ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?::)?before,?)+)\{content:"\\([0-9a-f]+) ?"\}')
+#: an icon named in a page or a script (a class such as ``fa-bars``)
+ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+#: a Font Awesome code point a stylesheet writes as a CSS escape (the private use area)
+PRIVATE_USE = re.compile(r'"\\(f[0-9a-f]{3}|e[0-9a-f]{3})\s?"')
+#: the characters the CJK font's unicode-range covers (i18n_static/lectorch-i18n.css)
+CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+#: the pages whose CJK text uses the translation's whole font: the glossary and the index of its terms
+CJK_PAGES = ("glossary.html", "genindex.html")
+
+
+def icon_codepoints(static: Path, pages: list[Path]) -> set[int]:
+    """The Font Awesome code points the book draws: the icons of ``pages``' classes and of the
+    scripts they load, mapped through the icon rules of the stylesheets in ``static``, and every
+    other code point those stylesheets write (pseudo-element icons).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.css").write_text('.fa-bars:before,.fa-navicon:before{content:"\\\\f0c9"}'
+    ...                              '.fa-sun:before{content:"\\\\f185"}.note:before{content:"\\\\f05a"}')
+    >>> _ = (d / "p.html").write_text('<i class="fa-solid fa-navicon"></i>')
+    >>> sorted(hex(c) for c in icon_codepoints(d, [d / "p.html"]))
+    ['0xf05a', '0xf0c9']
+    """
+    names: dict[str, int] = {}
+    extra: set[int] = set()
+    for css in static.rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        for selectors, code in ICON_RULE.findall(text):
+            for name in re.findall(r"\.(fa-[a-z0-9-]+)", selectors):
+                names[name] = int(code, 16)
+        extra.update(int(c, 16) for c in PRIVATE_USE.findall(ICON_RULE.sub("", text)))
+    used: set[str] = set()
+    scripts: set[Path] = set()
+    for path in pages:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        used.update(ICON_CLASS.findall(text))
+        # the scripts the page loads (they may add icons), not every script in _static
+        for src in re.findall(r'<script[^>]*\ssrc="([^"?#]+)', text):
+            script = (path.parent / src).resolve()
+            if script.name != "fontawesome.js" and script.is_file():
+                scripts.add(script)
+    for script in scripts:
+        used.update(ICON_CLASS.findall(script.read_text(encoding="utf-8", errors="replace")))
+    return extra | {names[n] for n in used if n in names}
+
+
+def _subset(font: Path, codepoints: set[int] | None = None, text: str | None = None, out: Path | None = None) -> None:
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    options = subset.Options()
+    options.flavor = "woff2" if (out or font).suffix == ".woff2" else None
+    options.layout_features = ["*"]
+    options.ignore_missing_unicodes = True
+    tt = TTFont(str(font))
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted(codepoints or ()), text=text or "")
+    subsetter.subset(tt)
+    subset.save_font(tt, str(out or font), options)
+
+
+def subset_icon_fonts(outdir: Path) -> set[int]:
+    """Cut the theme's Font Awesome webfonts in ``outdir/_static`` to :func:`icon_codepoints`."""
+    static = outdir / "_static"
+    fonts = sorted((static / "vendor" / "fontawesome").rglob("fa-*.woff2")) + sorted(
+        (static / "vendor" / "fontawesome").rglob("fa-*.ttf"))
+    codepoints = icon_codepoints(static, pages(outdir))
+    for font in fonts:
+        _subset(font, codepoints)
+    return codepoints
+
+
+def pages(outdir: Path) -> list[Path]:
+    """The HTML pages of one build in ``outdir``: not the theme's templates in ``_static``, nor the
+    pages of another build inside it (the Chinese edition's ``zh/``, which has its own ``_static``)."""
+    found = []
+    for page in sorted(outdir.rglob("*.html")):
+        folders = page.relative_to(outdir).parents
+        if not any(f.parts and (f.parts[0] in ("_static", "_sources") or (outdir / f / "_static").is_dir())
+                   for f in folders):
+            found.append(page)
+    return found
+
+
+def visible_text(page: str) -> str:
+    """A page's text without its scripts, styles and tags (entities decoded)."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S | re.I)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def cjk_chrome_font(outdir: Path) -> str:
+    """Write ``_static/fonts/lectorch-cjk-chrome.woff2``: the CJK font cut to the CJK characters of
+    ``outdir``'s pages but :data:`CJK_PAGES`; returns those characters."""
+    fonts = outdir / "_static" / "fonts"
+    source = fonts / "lectorch-cjk.woff2"
+    chars = set()
+    for page in pages(outdir):
+        if page.name not in CJK_PAGES:
+            chars.update(CJK.findall(visible_text(page.read_text(encoding="utf-8", errors="replace"))))
+    text = "".join(sorted(chars)) or "中文"
+    if source.is_file():
+        _subset(source, text=text, out=fonts / "lectorch-cjk-chrome.woff2")
+    return text
+
+
+def _build_finished(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    subset_icon_fonts(outdir)
+    if not app.config.language.startswith("zh"):  # a Chinese page uses the whole font
+        cjk_chrome_font(outdir)
+
+
+def _layout(app, config) -> None:
+    layout = str(Path(__file__).resolve().parent / "book_layout")  # layout.html: the theme's, lighter
+    if layout not in config.templates_path:
+        config.templates_path = list(config.templates_path or []) + [layout]
+
+
+def setup(app) -> None:
+    app.connect("config-inited", _layout)
+    app.connect("build-finished", _build_finished)
