@@ -105,8 +105,8 @@ def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None
     their leading dims flattened into rows.
 
     >>> fig = storage_view_figure(Layout.contiguous((4, 4)).transpose(0, 1), name="x.T")
-    >>> fig.axes[1].get_title(loc="left")
-    'x.T: shape (4, 4), strides (1, 4),\noffset 0 (non-contiguous)'
+    >>> fig.axes[1].get_title(loc="left").splitlines()
+    ['x.T: shape (4, 4), strides (1, 4),', 'offset 0 (non-contiguous)']
     """
     layout, size = _layout_and_size(view, storage_size)
     rows, cols = _grid(layout)
