@@ -39,6 +39,8 @@ def tr(template: str, **args) -> str:
     """
     if not isinstance(template, str):
         raise TypeError(f"template must be a str, got {type(template).__name__}")
+    if not args and template in _MARKED:  # a text marked already (e.g. a title the caller marked)
+        return template
     text = template.format(**args) if args else template
     _MARKED[text] = (template, {k: _argument(v) for k, v in args.items()})
     return text

@@ -27,13 +27,17 @@ def compute_scale_figure(runs: Mapping[str, float], thresholds: Mapping[str, flo
     """
     if not runs:
         raise ValueError("runs must hold at least one (name, FLOPs) pair")
-    fig, ax = new_figure(height=0.5 * len(runs) + 2.2)
+    fig, ax = new_figure(height=0.75 * len(runs) + 2.2)
     names = list(runs)
     values = [float(runs[n]) for n in names] + [float(v) for v in thresholds.values()]
     left = 10.0 ** math.floor(math.log10(min(values)) - 0.5)
     right = 10.0 ** math.ceil(math.log10(max(values)) + 0.5)
-    ax.barh([tr(n) for n in names], [runs[n] - left for n in names], left=left, color=COLORS["measured"], alpha=0.75)
+    ax.barh(range(len(names)), [runs[n] - left for n in names], left=left, color=COLORS["measured"], alpha=0.75,
+            height=0.5)
+    ax.set_yticks([])  # each run's name above its bar: beside it, long names would squeeze the bars on a phone
+    ax.set_ylim(len(names) - 0.4, -0.9)
     for y, name in enumerate(names):
+        ax.text(left * 1.2, y - 0.3, tr(name), va="bottom")
         ax.text(runs[name] * 1.3, y, f"{runs[name]:.3g}", va="center", zorder=3,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     for i, (label, value) in enumerate(thresholds.items()):
@@ -41,7 +45,6 @@ def compute_scale_figure(runs: Mapping[str, float], thresholds: Mapping[str, flo
         ax.axvline(value, color=color, ls="--", lw=1.5, label=tr("{label}: {value} FLOPs", label=tr(label),
                                                                  value=f"{value:.0e}"))
     ax.set(xscale="log", xlabel=tr("training compute (FLOPs, not FLOP/s)"), xlim=(left, right))
-    ax.invert_yaxis()
     ax.grid(False, axis="y")
     fig.legend(loc="outside lower center", ncols=1)
     return fig
@@ -86,7 +89,7 @@ def flops_per_s_figure(
            title=tr(title))
     ax.set_xticks(sorted({p.n for p in points}), [str(n) for n in sorted({p.n for p in points})])
     ax.minorticks_off()
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False, ncols=2)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
     return fig
 
 
