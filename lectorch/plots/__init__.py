@@ -4,8 +4,8 @@ so nothing is displayed twice and no pyplot state is left behind: end a cell wit
 Importing this module in a notebook registers an SVG formatter for figures with IPython (pyplot's
 inline backend would otherwise be the only thing that renders a bare ``Figure`` as an image): the
 figure's words stay text, in the kernel's language, and the output carries what the Chinese book
-needs to translate them (:mod:`lectorch.plots._text`). Figures are drawn for a phone first
-(:data:`STYLE`): their smallest text stays >= 11 px in a 390 px wide screen.
+needs to translate them (``lectorch.plots._text``). Figures are drawn for a phone first
+(``STYLE``): their smallest text stays >= 11 px in a 390 px wide screen.
 
 >>> fig, ax = new_figure()
 >>> type(fig).__name__
@@ -54,7 +54,7 @@ STYLE = {
 
 
 def styled(make):
-    """Decorator: ``make`` builds its figure in the course's :data:`STYLE`."""
+    """Decorator: ``make`` builds its figure in the course's ``STYLE``."""
     import functools
 
     import matplotlib
@@ -91,8 +91,8 @@ def _plain_log_ticks(fig: Figure) -> None:
 
 def figure_svg(fig: Figure, language: str | None = None) -> tuple[str, dict]:
     """The figure as SVG text (its words as ``<text>``, in ``language``: default the kernel's, see
-    :func:`lectorch.plots._text.set_language`) and the output metadata that lets the Chinese book
-    translate it (:data:`~lectorch.plots._text.METADATA_KEY`: the marked words it shows).
+    ``lectorch.plots.set_language``) and the output metadata that lets the Chinese book
+    translate it (``lectorch-texts``: the marked words it shows).
 
     >>> svg, meta = figure_svg(new_figure()[0]); svg.startswith("<?xml") and "Date" not in svg
     True
