@@ -67,6 +67,14 @@ SEEN = """() => {
   };
 }"""
 
+#: JavaScript: each figure of a chapter at the phone's width: its image (path on the server), the
+#: width it is shown at, its alt text, its caption, whether it is a link (tap to enlarge), and the
+#: page's language.
+PHONE_FIGURES = """() => Array.from(document.querySelectorAll('.cell_output figure img')).map(e => ({
+  src: new URL(e.currentSrc || e.src).pathname, w: e.getBoundingClientRect().width, nw: e.naturalWidth,
+  alt: e.alt, link: !!e.closest('a.lectorch-figure-link'), lang: document.documentElement.lang,
+  cap: (e.closest('figure').querySelector('figcaption') || {innerText: ''}).innerText}))"""
+
 #: JavaScript: each solution's body is hidden; after a click on every title, which bodies show.
 SOLUTIONS = """async () => {
   // as Playwright's is_visible: a closed <details> hides its content with content-visibility,
@@ -153,6 +161,7 @@ def visit_chapter(page, watcher: Watcher, base: str, book: Path, path: str) -> d
              **page.evaluate(SEEN)}
     page.set_viewport_size(PHONE)  # reading the width lays the page out at 390 px
     facts["phone_width"] = page.evaluate("() => document.documentElement.scrollWidth")
+    facts["phone_figures"] = page.evaluate(PHONE_FIGURES)
     page.set_viewport_size(DESKTOP)
     facts["solutions"] = page.evaluate(SOLUTIONS)
     facts["chrome"] = page.evaluate(CHROME)  # after the clicks: the hints of opened solutions too

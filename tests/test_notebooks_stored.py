@@ -64,4 +64,4 @@ def test_chapter_conventions(path: Path):
 def test_chapter_has_a_figure(path: Path):
     nb = json.loads(path.read_text())
     outputs = [o for c in code_cells(nb) for o in c.get("outputs", [])]
-    assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name}: no figure in the outputs"
+    assert any("image/svg+xml" in o.get("data", {}) for o in outputs), f"{path.name}: no figure in the outputs"

@@ -229,7 +229,7 @@ def test_strides_figure_walks():
     fig = strides_figure({"x": layout, "x.T": layout.transpose(0, 1)})
     walk = fig.axes[3].lines[0].get_ydata()
     assert list(walk[:5]) == [0, 4, 8, 12, 1]
-    assert "strides (1, 4)" in fig.axes[1].get_title(loc="left")
+    assert "strides (1, 4)" in fig.axes[2].get_title(loc="left")
 
 
 @pytest.mark.parametrize(

@@ -572,6 +572,8 @@ def setup(app):
     app.add_js_file("lectorch-nav.js", priority=502, defer="defer")
     app.add_css_file("lectorch.css")
     app.add_css_file("lectorch-reader.css")
+    app.add_js_file("lectorch-figures.js", priority=503, defer="defer")  # tap a figure to enlarge it
+    app.add_css_file("lectorch-figures.css")
     app.add_directive("lectorch-install", InstallDirective)
     app.add_directive("lectorch-clone", CloneDirective)
     app.add_directive("lectorch-torch-matrix", TorchMatrixDirective)

@@ -16,7 +16,8 @@ prose is translated. This extension:
 4. keeps a translated heading a heading: a message such as "1. 浮点数" would parse as a numbered
    list, which Sphinx drops, leaving the English (see :func:`escape_block_start`);
 5. translates the text the book's tools generate (panel titles and notes, checker boxes, "Click to
-   show", the site title, author and footer, the panels' control labels) through one more
+   show", the site title, author and footer, the panels' control labels, the words drawn into
+   the figures and the figures' alt text) through one more
    catalog of the same folder, ``_ui.po``, whose messages :func:`ui_messages` and
    :func:`control_labels` list (``tools/i18n.py update`` extracts them);
 6. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
@@ -184,7 +185,63 @@ def ui_messages(root: Path = ROOT) -> list[str]:
     for output in _stored_outputs(root):
         data = output.get("data", {})
         found += [data.get(PANEL_MIME, {}).get("title"), data.get(CHECK_MIME, {}).get("summary")]
+    found += figure_messages(root)
     return list(dict.fromkeys(m for m in found if m))
+
+
+def figure_messages(root: Path = ROOT) -> list[str]:
+    """The words of the chapters' figures: the templates (``lectorch.plots.tr``) that their stored
+    SVG outputs list in their metadata, and each figure's alt text (its cell's ``mystnb.image.alt``).
+
+    >>> messages = figure_messages(); "bytes per parameter" in messages and "storage index" in messages
+    True
+    """
+    import json
+
+    from lectorch.plots import _text
+
+    found = []
+    for notebook in sorted((root / "chapters").rglob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
+            for output in cell.get("outputs", []):
+                found += _text.templates(output.get("metadata", {}).get(SVG_MIME, {}).get(_text.METADATA_KEY, []))
+            found.append(cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt"))
+    return list(dict.fromkeys(m for m in found if m))
+
+
+SVG_MIME = "image/svg+xml"
+
+
+def _translate_figures() -> None:
+    """The Chinese book's figures: myst-nb writes each stored SVG output to a file of its own; in a
+    zh build its marked words are translated first (``lectorch.plots._text.translate_svg``, through
+    ``_ui.po``), and every output image's alt text is translated too."""
+    from myst_nb.core.render import NbElementRenderer
+
+    if getattr(NbElementRenderer, "_lectorch_figures", False):
+        return
+    original = NbElementRenderer.render_image
+
+    def render_image(self, data):
+        language = self.renderer.document.settings.env.config.language
+        if not is_chinese(language):
+            return original(self, data)
+        import dataclasses
+
+        from lectorch.plots import _text
+
+        _ = ui_gettext(language)
+        texts = (data.output_metadata or {}).get(data.mime_type, {}).get(_text.METADATA_KEY)
+        if data.mime_type == SVG_MIME and texts:
+            data = dataclasses.replace(data, content=_text.translate_svg(data.content, texts, _))
+        found = original(self, data)
+        for node in found:
+            if isinstance(node, nodes.image) and node.get("alt"):
+                node["alt"] = _(node["alt"])
+        return found
+
+    NbElementRenderer.render_image = render_image
+    NbElementRenderer._lectorch_figures = True
 
 
 def _stored_outputs(root: Path = ROOT):
@@ -569,6 +626,7 @@ def _add_static(app) -> None:
 
 
 def setup(app):
+    _translate_figures()
     _let_translations_read_glue()
     _keep_translated_headings()
     app.add_transform(KeepUntranslatable)

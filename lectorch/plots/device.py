@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from lectorch.plots import COLORS, new_figure
+from lectorch.plots import COLORS, new_figure, styled, tr
 from lectorch.transfer import NAPKIN_LINKS, TransferResult
 
 _STYLE = {"pinned": ("#1f78b4", "o"), "pageable": ("#e31a1c", "s"), "host → host": (COLORS["measured"], "o")}
@@ -23,6 +23,7 @@ def _style(kind: str) -> tuple[str, str]:
     return ("#6a3d9a", "^")
 
 
+@styled
 def bandwidth_figure(results: list[TransferResult] | tuple[TransferResult, ...], *, title: str | None = None) -> Figure:
     """Achieved GB/s against bytes per copy, one line per kind of copy (log-scaled size axis).
 
@@ -33,23 +34,24 @@ def bandwidth_figure(results: list[TransferResult] | tuple[TransferResult, ...],
     results = list(results)
     if not results or not all(isinstance(r, TransferResult) for r in results):
         raise ValueError("results must be a non-empty list of TransferResult (from lectorch.transfer.bandwidth_sweep)")
-    fig, ax = new_figure(width=6.4, height=3.6)
+    fig, ax = new_figure(height=3.4)
     kinds = list(dict.fromkeys(r.kind for r in results))
     for kind in kinds:
         rows = sorted((r for r in results if r.kind == kind), key=lambda r: r.nbytes)
         color, marker = _style(kind)
-        ax.plot([r.nbytes for r in rows], [r.bytes_per_s / 1e9 for r in rows], marker=marker, color=color, label=kind)
+        ax.plot([r.nbytes for r in rows], [r.bytes_per_s / 1e9 for r in rows], marker=marker, color=color, label=tr(kind))
     if any(kind != "host → host" for kind in kinds):
         for (name, bw), ls in zip(NAPKIN_LINKS.items(), ("--", ":")):
-            ax.axhline(bw / 1e9, color="grey", ls=ls, lw=1, label=f"{name} peak ({bw / 1e9:.1f} GB/s)")
+            ax.axhline(bw / 1e9, color="grey", ls=ls, lw=1, label=tr("{name} peak ({bw} GB/s)", name=name, bw=f"{bw / 1e9:.1f}"))
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("bytes per copy")
-    ax.set_ylabel("achieved bandwidth (GB/s)")
+    ax.set_xlabel(tr("bytes per copy"))
+    ax.set_ylabel(tr("achieved bandwidth (GB/s)"))
     ax.set_ylim(bottom=0)
     ticks = sorted({r.nbytes for r in results})
-    ax.set_xticks(ticks, [_size_label(t) for t in ticks])
-    ax.set_title(title or "Copy bandwidth vs copy size (median of trials)")
-    ax.legend(fontsize=9, loc="best")
+    every = max(1, -(-len(ticks) // 4))  # at most four labels: they stay apart on a phone
+    ax.set_xticks(ticks, [_size_label(t) if i % every == 0 else "" for i, t in enumerate(ticks)])
+    ax.set_title(tr(title) if title else tr("Copy bandwidth vs copy size\n(median of trials)"))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
     return fig
 
 

@@ -15,7 +15,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from lectorch import _validate
 from lectorch.contractions import ELLIPSIS, Contraction, analyze, parse_pattern
-from lectorch.plots import new_figure
+from lectorch.plots import new_figure, styled, tr
 
 #: One colour per role of a dimension in a contraction.
 ROLE_COLORS = {"batch": "#1f78b4", "free": "#33a02c", "contracted": "#e31a1c"}
@@ -23,10 +23,11 @@ ROLE_LABELS = {
     "batch": "batch: kept, in every operand",
     "free": "free: kept, missing from an operand",
     "contracted": "contracted: summed away",
-}
+}  # drawn through lectorch.plots.tr
 
 
-def contraction_diagram(c: Contraction, *, width: float = 6.4) -> Figure:
+@styled
+def contraction_diagram(c: Contraction, *, width: float = 4.5) -> Figure:
     """Each operand and the output as a row of boxes, one per dimension, coloured by its role.
 
     >>> contraction_diagram(analyze("i, i ->", {"i": 3})).axes[0].get_title().splitlines()
@@ -34,36 +35,37 @@ def contraction_diagram(c: Contraction, *, width: float = 6.4) -> Figure:
     """
     if not isinstance(c, Contraction):
         raise TypeError(f"c must be a Contraction (from lectorch.contractions.analyze), got {type(c).__name__}")
-    rows = [(f"operand {i}", g) for i, g in enumerate(c.pattern.inputs, start=1)] + [("output", c.pattern.output)]
+    rows = [(tr("operand {i}", i=i), g) for i, g in enumerate(c.pattern.inputs, start=1)] + [(tr("output"), c.pattern.output)]
     shapes = [*c.input_shapes, c.output_shape]
-    fig, ax = new_figure(width=width, height=0.65 * len(rows) + 1.1)
+    fig, ax = new_figure(width=width, height=0.75 * len(rows) + 1.9)
     ax.grid(False)
     ax.axis("off")
-    box_w, gap = 1.4, 0.15  # wide enough for a 6-letter name at 9 pt
+    box_w, gap = 1.4, 0.15  # wide enough for a 6-letter name
     for r, ((label, group), shape) in enumerate(zip(rows, shapes)):
-        y = len(rows) - 1 - r - (0.35 if label == "output" else 0)
-        ax.text(-0.2, y + 0.4, f"{label}\n{tuple(shape)}", ha="right", va="center", fontsize=9)
+        y = len(rows) - 1 - r - (0.35 if r == len(rows) - 1 else 0)
+        ax.text(-0.2, y + 0.4, f"{label}\n{tuple(shape)}", ha="right", va="center")
         for j, dim in enumerate(group):
             x = j * (box_w + gap)
             role = c.role(dim)
             ax.add_patch(Rectangle((x, y), box_w, 0.8, facecolor=ROLE_COLORS[role], alpha=0.85, edgecolor="black"))
             size = "×".join(map(str, c.ellipsis_shape)) if dim == ELLIPSIS else str(c.sizes[dim])
-            ax.text(x + box_w / 2, y + 0.4, f"{dim}\n{size}", ha="center", va="center", color="white", fontsize=9)
+            ax.text(x + box_w / 2, y + 0.4, f"{dim}\n{size}", ha="center", va="center", color="white")
         if not group:
-            ax.text(0, y + 0.4, "a scalar", ha="left", va="center", fontsize=9, style="italic")
+            ax.text(0, y + 0.4, tr("a scalar"), ha="left", va="center", style="italic")
     ncols = max(max((len(g) for _, g in rows), default=1), 1)
     ax.axhline(0.85, xmin=0, xmax=1, color="gray", lw=0.8)
     ax.set_xlim(-2.2, max(ncols * (box_w + gap), 4.5))
     ax.set_ylim(-0.5, len(rows))
-    ax.set_title(f"{c.pattern}\n{c.flops:,} FLOPs", fontsize=10)
+    ax.set_title(tr("{pattern}\n{flops} FLOPs", pattern=c.pattern, flops=f"{c.flops:,}"))
     roles = [r for r in ROLE_COLORS if getattr(c, r)]
     ax.legend(
-        handles=[Patch(facecolor=ROLE_COLORS[r], label=ROLE_LABELS[r]) for r in roles],
-        loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(roles), 2), fontsize=9, frameon=False,
+        handles=[Patch(facecolor=ROLE_COLORS[r], label=tr(ROLE_LABELS[r])) for r in roles],
+        loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False,
     )
     return fig
 
 
+@styled
 def flops_vs_size(
     patterns: Mapping[str, str],
     sizes: Mapping[str, int],
@@ -96,15 +98,16 @@ def flops_vs_size(
             these = {d: n for d, n in sizes.items() if d in dims}
             these.update({d: v for d in vary if d in dims})
             ys.append(analyze(pattern, these).flops)
-        ax.plot(values, ys, marker="o", ms=3, color=colors[i % len(colors)], label=f"{label}: {pattern}")
+        ax.plot(values, ys, marker="o", ms=3, color=colors[i % len(colors)], label=f"{tr(label)}: {pattern}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(xlabel or " = ".join(vary))
+    ax.set_xlabel(tr(xlabel) if xlabel else " = ".join(vary))
     ax.set_ylabel("FLOPs")
-    ax.legend(fontsize=9)
+    ax.legend()
     return fig
 
 
+@styled
 def flops_curves(
     curves: Mapping[str, Sequence[float]],
     values: Sequence[int],
@@ -130,12 +133,12 @@ def flops_curves(
     fig, ax = new_figure()
     colors = ["#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a"]
     for i, (label, ys) in enumerate(curves.items()):
-        ax.plot(values, ys, marker="o", ms=3, color=colors[i % len(colors)], label=label)
+        ax.plot(values, ys, marker="o", ms=3, color=colors[i % len(colors)], label=tr(label))
     if mark is not None:
-        ax.axvline(mark, color="gray", linestyle="--", linewidth=1, label=mark_label or None)
+        ax.axvline(mark, color="gray", linestyle="--", linewidth=1, label=tr(mark_label) if mark_label else None)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(tr(xlabel))
     ax.set_ylabel("FLOPs")
-    ax.legend(fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
     return fig

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 
-from lectorch.plots import COLORS, new_figure
+from lectorch.plots import COLORS, new_figure, styled, tr
 from lectorch.roofline import MatmulPoint, Roofline
 
 _EXTRA = ("#444444", "#b15928", "#cab2d6", "#ffff99")
@@ -17,6 +17,7 @@ def _color(key: str, i: int = 0) -> str:
     return COLORS.get(key, _EXTRA[i % len(_EXTRA)])
 
 
+@styled
 def compute_scale_figure(runs: Mapping[str, float], thresholds: Mapping[str, float]) -> Figure:
     """Horizontal bars of training compute (log scale) with regulatory thresholds as vertical lines.
 
@@ -26,25 +27,30 @@ def compute_scale_figure(runs: Mapping[str, float], thresholds: Mapping[str, flo
     """
     if not runs:
         raise ValueError("runs must hold at least one (name, FLOPs) pair")
-    fig, ax = new_figure(height=0.5 * len(runs) + 1.6)
+    fig, ax = new_figure(height=0.75 * len(runs) + 2.2)
     names = list(runs)
     values = [float(runs[n]) for n in names] + [float(v) for v in thresholds.values()]
     left = 10.0 ** math.floor(math.log10(min(values)) - 0.5)
     right = 10.0 ** math.ceil(math.log10(max(values)) + 0.5)
-    ax.barh(names, [runs[n] - left for n in names], left=left, color=COLORS["measured"], alpha=0.75)
+    ax.barh(range(len(names)), [runs[n] - left for n in names], left=left, color=COLORS["measured"], alpha=0.75,
+            height=0.5)
+    ax.set_yticks([])  # each run's name above its bar: beside it, long names would squeeze the bars on a phone
+    ax.set_ylim(len(names) - 0.4, -0.9)
     for y, name in enumerate(names):
-        ax.text(runs[name] * 1.3, y, f"{runs[name]:.3g}", va="center", fontsize=9, zorder=3,
+        ax.text(left * 1.2, y - 0.3, tr(name), va="bottom")
+        ax.text(runs[name] * 1.3, y, f"{runs[name]:.3g}", va="center", zorder=3,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     for i, (label, value) in enumerate(thresholds.items()):
         color = ("#e31a1c", "#ff7f00", "#6a3d9a")[i % 3]
-        ax.axvline(value, color=color, ls="--", lw=1.5, label=f"{label}: {value:.0e} FLOPs")
-    ax.set(xscale="log", xlabel="training compute (FLOPs, not FLOP/s)", xlim=(left, right))
-    ax.invert_yaxis()
+        ax.axvline(value, color=color, ls="--", lw=1.5, label=tr("{label}: {value} FLOPs", label=tr(label),
+                                                                 value=f"{value:.0e}"))
+    ax.set(xscale="log", xlabel=tr("training compute (FLOPs, not FLOP/s)"), xlim=(left, right))
     ax.grid(False, axis="y")
-    fig.legend(loc="outside lower center", fontsize=9, ncols=min(2, max(1, len(thresholds))))
+    fig.legend(loc="outside lower center", ncols=1)
     return fig
 
 
+@styled
 def flops_per_s_figure(
     points: Sequence[MatmulPoint],
     peaks: Mapping[str, float] | None = None,
@@ -62,7 +68,7 @@ def flops_per_s_figure(
     """
     if not points:
         raise ValueError("points must hold at least one measured MatmulPoint")
-    fig, ax = new_figure()
+    fig, ax = new_figure(height=4.2)
     precisions = list(dict.fromkeys(p.precision for p in points))
     for i, key in enumerate(precisions):
         pts = sorted((p for p in points if p.precision == key), key=lambda p: p.n)
@@ -72,20 +78,22 @@ def flops_per_s_figure(
         lo = [p.flops / (p.timing.median_s + p.timing.iqr_s / 2) for p in pts]
         hi = [p.flops / max(p.timing.median_s - p.timing.iqr_s / 2, p.timing.min_s) for p in pts]
         err = [[r - a for r, a in zip(rates, lo)], [b - r for r, b in zip(rates, hi)]]
-        ax.errorbar(sizes, rates, yerr=err, marker="o", capsize=3, color=_color(key, i), label=f"{key} measured")
+        ax.errorbar(sizes, rates, yerr=err, marker="o", capsize=3, color=_color(key, i), label=tr("{key} measured", key=key))
         if peaks and key in peaks:
-            ax.axhline(peaks[key], color=_color(key, i), ls="--", lw=1.2, label=f"{key} {peak_label}")
+            ax.axhline(peaks[key], color=_color(key, i), ls="--", lw=1.2, label=f"{key} {tr(peak_label)}")
     if peaks:
         for j, (key, value) in enumerate(peaks.items()):
             if key not in precisions:
-                ax.axhline(value, color=_color(key, j + 1), ls="--", lw=1.2, label=f"{key} {peak_label}")
-    ax.set(xscale="log", yscale="log", xlabel="n (square n×n @ n×n matmul)", ylabel="achieved FLOP/s", title=title)
+                ax.axhline(value, color=_color(key, j + 1), ls="--", lw=1.2, label=f"{key} {tr(peak_label)}")
+    ax.set(xscale="log", yscale="log", xlabel=tr("n (square n×n @ n×n matmul)"), ylabel=tr("achieved FLOP/s"),
+           title=tr(title))
     ax.set_xticks(sorted({p.n for p in points}), [str(n) for n in sorted({p.n for p in points})])
     ax.minorticks_off()
-    ax.legend(fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
     return fig
 
 
+@styled
 def roofline_figure(
     rooflines: Sequence[Roofline],
     points: Sequence[MatmulPoint] = (),
@@ -104,7 +112,7 @@ def roofline_figure(
     """
     if not rooflines:
         raise ValueError("rooflines must hold at least one Roofline")
-    fig, ax = new_figure(height=4.2)
+    fig, ax = new_figure(height=4.6)
     ridges = [r.ridge_point for r in rooflines]
     intensities = [p.intensity for p in points]
     lo, hi = intensity_range or (
@@ -120,14 +128,14 @@ def roofline_figure(
         for key in ("tf32", "bf16", "fp16", "fp32", "fp64"):
             if key in roof.label.split():
                 color = _color(key)
-        ax.plot(xs, [roof.attainable(x) for x in xs], ls=style, color=color, lw=2, label=roof.label or f"roofline {i + 1}")
+        ax.plot(xs, [roof.attainable(x) for x in xs], ls=style, color=color, lw=2, label=tr(roof.label) if roof.label else tr("roofline {i}", i=i + 1))
         ax.plot([roof.ridge_point], [roof.peak_flops_per_s], marker="^", color=color, ms=7)
     precisions = list(dict.fromkeys(p.precision for p in points))
     for i, key in enumerate(precisions):
         pts = [p for p in points if p.precision == key]
         ax.scatter([p.intensity for p in pts], [p.flops_per_s for p in pts], color=_color(key, i),
-                   edgecolor="black", zorder=3, label=f"{key} measured ({pts[0].device})")
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)",
-           ylabel="FLOP/s", title=title, xlim=(lo, hi))
-    ax.legend(fontsize=9, loc="best")
+                   edgecolor="black", zorder=3, label=tr("{key} measured ({device})", key=key, device=pts[0].device))
+    ax.set(xscale="log", yscale="log", xlabel=tr("arithmetic intensity (FLOPs per byte moved)"),
+           ylabel="FLOP/s", title=tr(title), xlim=(lo, hi))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     return fig

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from lectorch import optim
 from lectorch.memory import format_bytes
-from lectorch.plots import COLORS, new_figure
+from lectorch.plots import COLORS, new_figure, styled, tr
 from lectorch.step_memory import MemoryTrace, StepMemory, Timeline
 
 #: A colour per optimizer.
@@ -28,7 +28,7 @@ TRAJECTORY_SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
 #: Start points and plotting windows of the two problems.
 PROBLEMS = {
     "quadratic": dict(fn=optim.ill_conditioned_quadratic, start=(-4.0, 1.0), window=((-4.5, 1.0), (-1.5, 1.5)),
-                      title="(x² + 25y²)/2, condition number 25", minimum=(0.0, 0.0), steps=60),
+                      title="(x² + 25y²)/2, condition number 25", minimum=(0.0, 0.0), steps=60),  # through tr
     "rosenbrock": dict(fn=optim.rosenbrock, start=(-1.2, 1.0), window=((-1.6, 1.4), (-0.4, 1.6)),
                        title="Rosenbrock (1-x)² + 100(y-x²)²", minimum=(1.0, 1.0), steps=200),
 }
@@ -49,6 +49,7 @@ def trajectories(problem: str, *, steps: int | None = None) -> dict[str, torch.T
             for name, hyper in TRAJECTORY_SETTINGS[problem].items()}
 
 
+@styled
 def trajectories_figure(*, steps: int | None = None, paths: dict[str, dict[str, torch.Tensor]] | None = None) -> Figure:
     """The six optimizers' paths on an ill-conditioned quadratic and on Rosenbrock's valley.
 
@@ -56,7 +57,7 @@ def trajectories_figure(*, steps: int | None = None, paths: dict[str, dict[str, 
     2
     """
     paths = paths or {problem: trajectories(problem, steps=steps) for problem in PROBLEMS}
-    fig, axes = new_figure(2, 1, width=6.8, height=10.0)
+    fig, axes = new_figure(2, 1, height=10.5)
     for ax, (problem, spec) in zip(axes, PROBLEMS.items()):
         (x0, x1), (y0, y1) = spec["window"]
         xs, ys = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
@@ -67,30 +68,31 @@ def trajectories_figure(*, steps: int | None = None, paths: dict[str, dict[str, 
             p = path.numpy()
             hyper = ", ".join(f"{k}={v:g}" for k, v in TRAJECTORY_SETTINGS[problem][name].items())
             ax.plot(p[:, 0], p[:, 1], color=OPTIMIZER_COLORS[name], lw=1.2, marker=".", ms=2,
-                    label=f"{name} ({hyper})")
+                    label=f"{name} ({hyper})", rasterized=False)
         ax.plot(*spec["start"], "ko", ms=5)
         ax.plot(*spec["minimum"], marker="*", color="gold", mec="black", ms=14, ls="none")
         num_steps = len(next(iter(paths[problem].values()))) - 1
-        ax.set(xlim=(x0, x1), ylim=(y0, y1), xlabel="x", ylabel="y", title=f"{spec['title']}: {num_steps} steps")
-        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    fig.suptitle("each optimizer's path from the black dot; the star is the minimum", fontsize=11)
+        ax.set(xlim=(x0, x1), ylim=(y0, y1), xlabel="x", ylabel="y", title=tr("{problem}:\n{steps} steps", problem=tr(spec["title"]), steps=num_steps))
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
+    fig.suptitle(tr("each optimizer's path from the black dot;\nthe star is the minimum"))
     return fig
 
 
+@styled
 def loss_curves_figure(curves: dict[str, list[float]], *, title: str = "") -> Figure:
     """Loss against step for each named curve (log scale); curves that blew up end where they did.
 
     >>> len(loss_curves_figure({"sgd": [1.0, 0.5, 0.25]}).axes)
     1
     """
-    fig, ax = new_figure(width=6.4, height=3.4)
+    fig, ax = new_figure(height=3.4)
     for name, losses in curves.items():
         finite = [v for v in losses if math.isfinite(v)]
         base = name.split(" ")[0]
         ax.plot(range(len(finite)), finite, color=OPTIMIZER_COLORS.get(base), lw=2 if " " not in name else 1,
                 ls="-" if " " not in name else "--", label=name)
-    ax.set(yscale="log", xlabel="step", ylabel="training loss (MSE)", title=title)
-    ax.legend(fontsize=9)
+    ax.set(yscale="log", xlabel=tr("step"), ylabel=tr("training loss (MSE)"), title=tr(title))
+    ax.legend()
     return fig
 
 
@@ -98,6 +100,7 @@ _PARTS = [("parameters", "weights"), ("gradients", "gradients"), ("optimizer_sta
           ("activations", "activations"), ("batch", "batch")]
 
 
+@styled
 def memory_bars_figure(predicted: StepMemory, timeline: Timeline, measured_peak: int | None = None, *,
                        title: str = "") -> Figure:
     """Stacked bars of a step's memory: every part at once (predicted), then the predicted peak and,
@@ -108,32 +111,33 @@ def memory_bars_figure(predicted: StepMemory, timeline: Timeline, measured_peak:
     >>> len(memory_bars_figure(predict_step_memory(64, 2, 32), step_timeline(64, 2, 32)).axes)
     1
     """
-    fig, ax = new_figure(width=6.8, height=3.4)
+    fig, ax = new_figure(height=3.8)
     scale, unit = (2**20, "MiB") if predicted.total >= 2**20 else (2**10, "KiB")
-    rows = [("all at once\n(predicted)", None), ("peak\n(predicted)", timeline.peak)]
+    rows = [(tr("all at once\n(predicted)"), None), (tr("peak\n(predicted)"), timeline.peak)]
     if measured_peak is not None:
-        rows.append(("peak\n(measured)", measured_peak))
+        rows.append((tr("peak\n(measured)"), measured_peak))
     left = 0.0
     for name, colour in _PARTS:
         value = getattr(predicted, name) / scale
         ax.barh(rows[0][0], value, left=left, color=COLORS.get(colour, "#b15928"), alpha=0.85,
-                label=name.replace("_", " "))
+                label=tr(name.replace("_", " ")))
         left += value
     rest = timeline.resting / scale
     for i, (label, peak) in enumerate(rows[1:]):
-        ax.barh(label, rest, color="#bbbbbb", label="resting: parameters, state, batch" if i == 0 else None)
+        ax.barh(label, rest, color="#bbbbbb", label=tr("resting: parameters, state, batch") if i == 0 else None)
         ax.barh(label, peak / scale - rest, left=rest, color="#555555",
-                label=f"extra at the peak ({timeline.peak_label})" if i == 0 else None)
+                label=tr("extra at the peak ({where})", where=timeline.peak_label) if i == 0 else None)
     totals = [predicted.total] + [peak for _, peak in rows[1:]]
     for y, value in enumerate(totals):
-        ax.text(value / scale, y, f" {value / scale:,.2f} {unit}", va="center", fontsize=9)
-    ax.set(xlabel=unit, title=title)
+        ax.text(value / scale, y, f" {value / scale:,.2f} {unit}", va="center")
+    ax.set(xlabel=unit, title=tr(title))
     ax.set_xlim(0, predicted.total / scale * 1.3)
     ax.invert_yaxis()
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1, frameon=False)
     return fig
 
 
+@styled
 def memory_trace_figure(trace: MemoryTrace, timeline: Timeline, *, title: str = "") -> Figure:
     """Live bytes (above resting) after each operator of a step, measured, with the predicted peak.
 
@@ -141,12 +145,12 @@ def memory_trace_figure(trace: MemoryTrace, timeline: Timeline, *, title: str = 
     >>> len(memory_trace_figure(track_memory(lambda: torch.ones(8) * 2), step_timeline(8, 1, 4)).axes)
     1
     """
-    fig, ax = new_figure(width=6.8, height=3.4)
+    fig, ax = new_figure(height=3.4)
     scale, unit = (2**20, "MiB") if timeline.peak - timeline.resting >= 2**20 else (2**10, "KiB")
     values = [b / scale for _, b in trace.events]
-    ax.step(range(len(values)), values, where="post", color=COLORS["measured"], lw=1.2, label="measured (live tensors)")
+    ax.step(range(len(values)), values, where="post", color=COLORS["measured"], lw=1.2, label=tr("measured (live tensors)"))
     pred = (timeline.peak - timeline.resting) / scale
-    ax.axhline(pred, color=COLORS["backward"], ls="--", lw=1, label=f"predicted peak ({timeline.peak_label})")
+    ax.axhline(pred, color=COLORS["backward"], ls="--", lw=1, label=tr("predicted peak ({where})", where=timeline.peak_label))
     names = [n for n, _ in trace.events]
     marks = [("forward", 0)]
     if "ones_like" in names:
@@ -157,9 +161,9 @@ def memory_trace_figure(trace: MemoryTrace, timeline: Timeline, *, title: str = 
         marks.append(("optimizer", min(after_backward) - 1))
     for label, i in marks:
         ax.axvline(i, color="grey", lw=0.5)
-        ax.text(i + 0.5, pred * 1.02, label, fontsize=9, color="grey", va="bottom")
-    ax.set(xlabel="operator", ylabel=f"extra memory ({unit})", title=title, ylim=(0, pred * 1.15))
-    ax.legend(fontsize=9, loc="lower right")
+        ax.text(i + 0.5, pred * 1.02, tr(label), color="grey", va="bottom")
+    ax.set(xlabel=tr("operator"), ylabel=tr("extra memory ({unit})", unit=unit), title=tr(title), ylim=(0, pred * 1.2))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
     return fig
 
 

@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from lectorch.dtypes import FLOAT_DTYPES, float_bits, float_format
-from lectorch.plots import COLORS, new_figure
+from lectorch.plots import COLORS, new_figure, styled, tr
 
 #: Colours of the three fields of a float (shared with the precision widget).
 FIELD_COLORS = {"sign": "#f4a6a6", "exponent": "#9ecae1", "mantissa": "#c7e9c0"}
@@ -34,6 +34,7 @@ def _dtypes(dtypes) -> list:
     return fmts
 
 
+@styled
 def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Figure:
     """One row of coloured boxes per format: sign, exponent and mantissa bits, one box per bit.
 
@@ -44,39 +45,49 @@ def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Fig
     32
     """
     fmts = _dtypes(dtypes)
-    width = max(f.bits for f in fmts)
-    # one label line above each row of boxes: the boxes get the whole width of the column, so that
-    # even float64's 64 bits leave room for a 9-point digit in each box
-    fig, ax = new_figure(width=6.8, height=0.62 * len(fmts) + 0.7)
+    # a row holds at most 32 bits (float64 takes two), so that a digit in each box stays readable
+    # on a phone; above each row, a line naming the format
+    per_row = min(32, max(f.bits for f in fmts))
+    lines = [-(-f.bits // per_row) for f in fmts]
+    height = sum(1.5 + 1.1 * n for n in lines)
+    fig, ax = new_figure(height=0.15 * height + 0.9)
     ax.grid(False)
-    for row, fmt in enumerate(fmts):
-        y = 1.5 * (len(fmts) - 1 - row)
+    top = height
+    for fmt, n_lines in zip(fmts, lines):
         bits = float_bits(value, fmt.dtype) if value is not None else None
         digits = "".join(bits.fields) if bits is not None else None
         spans = [("sign", 1), ("exponent", fmt.exponent_bits), ("mantissa", fmt.mantissa_bits)]
+        label = f"{fmt.name}  {fmt.layout()}"
+        if bits is not None:
+            label += "   " + tr("stores {value}", value=f"{bits.stored:.8g}")
+        ax.text(0, top - 1.4, label, ha="left", va="bottom", family="monospace")
+        first = top - 2.5  # the bottom of the format's first line of boxes
         x = 0
         for field, n in spans:
             for i in range(n):
-                box = Rectangle((x + i, y), 1, 0.9, facecolor=FIELD_COLORS[field], edgecolor="white", lw=0.6)
-                ax.add_patch(box)
+                line, col = divmod(x + i, per_row)
+                ax.add_patch(Rectangle((col, first - 1.1 * line), 1, 1, facecolor=FIELD_COLORS[field],
+                                       edgecolor="white", lw=0.6))
                 if digits is not None:
-                    ax.text(x + i + 0.5, y + 0.45, digits[x + i], ha="center", va="center", in_layout=False,
-                            fontsize=9, family="monospace")
+                    ax.text(col + 0.5, first - 1.1 * line + 0.5, digits[x + i], ha="center", va="center",
+                            in_layout=False, family="monospace")
             if digits is None and n >= 2:
-                ax.text(x + n / 2, y + 0.45, f"{field} ({n})" if n >= 8 else str(n), ha="center", va="center",
-                        fontsize=9, in_layout=False)
+                line, col = divmod(x, per_row)
+                span = min(n, per_row - col)
+                text = tr(f"{field} ({{n}})", n=n) if span >= 10 else str(n)
+                ax.text(col + span / 2, first - 1.1 * line + 0.5, text, ha="center", va="center", in_layout=False)
             x += n
-        label = f"{fmt.name}  {fmt.layout()}"
-        if bits is not None:
-            label += f"   stores {bits.stored:.8g}"
-        ax.text(0, y + 1.0, label, ha="left", va="bottom", fontsize=9, family="monospace")
+        top -= 1.5 + 1.1 * n_lines
     handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in FIELD_COLORS.values()]
-    ax.legend(handles, list(FIELD_COLORS), loc="lower right", ncols=3, frameon=False, fontsize=9)
-    ax.set_xlim(-0.2, width + 0.2)
-    ax.set_ylim(-0.1, 1.5 * len(fmts) - 0.1)
+    ax.legend(handles, [tr(f) for f in FIELD_COLORS], loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=3,
+              frameon=False)
+    ax.set_xlim(-0.2, per_row + 0.2)
+    ax.set_aspect("equal")
+    ax.set_ylim(-0.1, height + 0.1)
     ax.set_axis_off()
-    title = "Bit layout of the float formats" + (f": the bits each stores for {value!r}" if value is not None else "")
-    ax.set_title(title, fontsize=10, loc="left")
+    title = (tr("The bits each format stores for {value}", value=repr(value)) if value is not None
+             else tr("Bit layout of the float formats"))
+    ax.set_title(title, loc="left")
     return fig
 
 
@@ -97,6 +108,7 @@ def relative_spacing(x: np.ndarray, dtype: torch.dtype | str) -> np.ndarray:
     return np.ldexp(1.0, power - fmt.mantissa_bits) / x
 
 
+@styled
 def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) -> Figure:
     """Left: the positive range of each format on a log axis (subnormals pale, normal numbers solid).
     Right: the relative spacing of neighbouring values, i.e. the resolution, across that range.
@@ -108,7 +120,7 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
     """
     fmts = _dtypes(dtypes)
     marks = {"1e-8": 1e-8, "65504": 65504.0} if marks is None else marks
-    fig, (ax_range, ax_res) = new_figure(2, 1, width=6.8, height=0.45 * len(fmts) + 4.6)
+    fig, (ax_range, ax_res) = new_figure(2, 1, height=0.45 * len(fmts) + 5.4)
     ax_res.set_xscale("log")
     ax_res.set_yscale("log")
     ax_res.margins(x=0)  # no margins: float64 reaches 1.8e308, a log margin beyond it overflows
@@ -118,7 +130,7 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
         lo, mid, hi = (math.log10(v) for v in (fmt.smallest_subnormal, fmt.smallest_normal, fmt.max))
         ax_range.barh(y, mid - lo, left=lo, height=0.6, color=color, alpha=0.35)
         ax_range.barh(y, hi - mid, left=mid, height=0.6, color=color, label=fmt.name)
-        ax_range.text(hi + 1, y, f"±{fmt.max:.6g}" if fmt.max < 1e6 else f"±{fmt.max:.3g}", va="center", fontsize=9)
+        ax_range.text(hi + 1, y, f"±{fmt.max:.6g}" if fmt.max < 1e6 else f"±{fmt.max:.3g}", va="center")
         # resolution: the relative spacing is largest at powers of two (eps there), half that just below
         # the next one; the line follows its upper envelope, the band shows the range within each octave
         powers = np.arange(1 - fmt.bias - fmt.mantissa_bits, math.frexp(fmt.max)[1])  # exact, no log2 rounding
@@ -127,8 +139,8 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
         ax_res.fill_between(x, rel / 2, rel, where=x >= fmt.smallest_normal, color=color, alpha=0.25, lw=0)
         ax_res.plot(x, rel, color=color, label=fmt.name, lw=1.5)
     ax_range.set_yticks(range(len(fmts)), [f.name for f in reversed(fmts)])
-    ax_range.set_xlabel("log10 of |value|  (pale: subnormal)")
-    ax_range.set_title("Range: smallest subnormal … largest finite", fontsize=10, loc="left")
+    ax_range.set_xlabel(tr("log10 of |value|  (pale: subnormal)"))
+    ax_range.set_title(tr("Range: smallest subnormal … largest finite"), loc="left")
     # few labelled decades and no minor ticks: a log axis over 90 decades otherwise measures hundreds of labels
     lo = math.floor(math.log10(min(f.smallest_subnormal for f in fmts)))
     hi = math.ceil(math.log10(max(f.max for f in fmts)))
@@ -139,12 +151,14 @@ def range_figure(dtypes=RANGE_DTYPES, *, marks: dict[str, float] | None = None) 
     for axis in (ax_res.xaxis, ax_res.yaxis):  # plain "1e-8" labels: no mathtext to parse
         axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"1e{round(math.log10(v))}" if v > 0 else ""))
     ax_res.set_xlabel("|value|")
-    ax_res.set_ylabel("spacing / value  (eps for normal numbers)")
-    ax_res.set_title("Resolution: gap to the next value, relative", fontsize=10, loc="left")
-    ax_res.legend(fontsize=9, loc="upper right", ncols=2)
+    ax_res.set_ylabel(tr("spacing / value\n(eps for normal numbers)"))
+    ax_res.set_title(tr("Resolution: relative gap to the next value"), loc="left")
+    ax_res.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=3, frameon=False)
     for label, v in marks.items():
         ax_range.axvline(math.log10(v), color="k", ls="--", lw=0.8)
-        ax_range.text(math.log10(v), len(fmts) - 0.45, label, ha="center", fontsize=9)
+        # the first mark's label left of its line, the others right of theirs: they stay apart
+        first = label == next(iter(marks))
+        ax_range.text(math.log10(v), len(fmts) - 0.45, f" {label} ", ha="right" if first else "left")
         ax_res.axvline(v, color="k", ls="--", lw=0.8)
     ax_range.set_ylim(-0.6, len(fmts) - 0.2)
     ax_range.set_xlim(right=max(math.log10(f.max) for f in fmts) + 12)  # room for the ±max labels

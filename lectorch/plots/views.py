@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
+from lectorch.plots import styled, tr
 from lectorch.views import Layout
 
 #: at most this many storage cells are drawn (one row of cells must stay readable)
@@ -58,27 +59,27 @@ def _colour_of_cells(layout: Layout) -> dict[int, str]:
     return colours
 
 
-#: Figures fit the book's ~684 px column: at most 6.8 in wide (96 dpi); text at least 9 pt.
-_MAX_WIDTH_IN = 6.8
-#: Cells are numbered only up to this many per row (beyond, a 9 pt label would not fit its box).
-MAX_LABELLED = 32
+#: Figures fit a phone's column (lectorch.plots.STYLE): at most this wide, text at the style's size.
+_MAX_WIDTH_IN = 4.5
+#: Cells are numbered only up to this many per row (beyond, a label would not fit its box).
+MAX_LABELLED = 20
 
 
-def _box(ax, x: float, y: float, colour: str, label: str, fontsize: float) -> None:
+def _box(ax, x: float, y: float, colour: str, label: str) -> None:
     ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="#555555", linewidth=0.8))
-    ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=fontsize,
+    ax.text(x + 0.5, y + 0.5, label, ha="center", va="center",
             color="#222222" if colour != GREY else "#999999")
 
 
 def _draw_storage(ax, layout: Layout, size: int, *, title: str) -> None:
     colours = _colour_of_cells(layout)
-    for i in range(size):  # labels only while they fit at a readable 9 pt
-        _box(ax, i, 0, colours.get(i, GREY), str(i) if size <= MAX_LABELLED else "", 9)
+    for i in range(size):  # labels only while they fit
+        _box(ax, i, 0, colours.get(i, GREY), str(i) if size <= MAX_LABELLED else "")
     ax.set_xlim(-0.2, size + 0.2)
     ax.set_ylim(-0.35, 1.2)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_title(title, loc="left")
 
 
 def _draw_view(ax, layout: Layout, *, title: str, width: int = 0) -> None:
@@ -87,14 +88,15 @@ def _draw_view(ax, layout: Layout, *, title: str, width: int = 0) -> None:
     for k, cell in enumerate(cells):
         r, c = divmod(k, cols)
         label = str(cell) if max(cols, width) <= MAX_LABELLED else ""
-        _box(ax, c, -r, PALETTE[r % len(PALETTE)], label, 9)
+        _box(ax, c, -r, PALETTE[r % len(PALETTE)], label)
     ax.set_xlim(-0.2, max(cols, 1, width) + 0.2)
     ax.set_ylim(-max(rows, 1) + 0.8, 1.2)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_title(title, loc="left")
 
 
+@styled
 def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None = None, name: str = "view") -> Figure:
     """The flat storage (top) and the view's grid (bottom); each grid cell shows the storage index it reads.
 
@@ -103,21 +105,22 @@ def storage_view_figure(view: torch.Tensor | Layout, *, storage_size: int | None
     their leading dims flattened into rows.
 
     >>> fig = storage_view_figure(Layout.contiguous((4, 4)).transpose(0, 1), name="x.T")
-    >>> fig.axes[1].get_title(loc="left")
-    'x.T: shape (4, 4), strides (1, 4), offset 0 (non-contiguous)'
+    >>> fig.axes[1].get_title(loc="left").splitlines()
+    ['x.T: shape (4, 4), strides (1, 4),', 'offset 0 (non-contiguous)']
     """
     layout, size = _layout_and_size(view, storage_size)
     rows, cols = _grid(layout)
-    width = min(max(max(size, cols) * 0.38 + 0.6, 5.5), _MAX_WIDTH_IN)
-    height = 1.3 + 0.42 * max(rows, 1) + 0.4
+    width = _MAX_WIDTH_IN
+    height = 1.5 + 0.42 * max(rows, 1) + 0.6
     fig = Figure(figsize=(width, height), layout="constrained")
-    top, bottom = fig.subplots(2, 1, height_ratios=[1.3, 0.42 * max(rows, 1) + 0.4])
-    _draw_storage(top, layout, size, title=f"storage: {size} elements, in memory order")
-    kind = "contiguous" if layout.is_contiguous else "non-contiguous"
-    _draw_view(bottom, layout, width=size, title=f"{name}: shape {layout.shape}, strides {layout.strides}, "
-                                                 f"offset {layout.offset} ({kind})")
+    top, bottom = fig.subplots(2, 1, height_ratios=[1.5, 0.42 * max(rows, 1) + 0.6])
+    _draw_storage(top, layout, size, title=tr("storage: {size} elements, in memory order", size=size))
+    kind = tr("contiguous") if layout.is_contiguous else tr("non-contiguous")
+    _draw_view(bottom, layout, width=size, title=tr("{name}: shape {shape}, strides {strides},\noffset {offset} ({kind})",
+                                                    name=name, shape=layout.shape, strides=layout.strides,
+                                                    offset=layout.offset, kind=kind))
     if layout.ndim > 2:
-        bottom.text(0, -max(rows, 1) + 0.6, f"(leading dims flattened into {rows} rows)", fontsize=9, va="top")
+        bottom.text(0, -max(rows, 1) + 0.6, tr("(leading dims flattened into {rows} rows)", rows=rows), va="top")
     return fig
 
 
@@ -128,10 +131,10 @@ def _stride_arrows(ax, layout: Layout) -> None:
         return
     if cols > 1:
         ax.add_patch(FancyArrowPatch((0.5, 1.25), (1.5, 1.25), arrowstyle="-|>", mutation_scale=10, color="k"))
-        ax.text(1.65, 1.25, f"+{layout.strides[1]} per column", va="center", fontsize=9)
+        ax.text(1.65, 1.25, tr("+{stride} per column", stride=layout.strides[1]), va="center")
     if rows > 1:
         ax.add_patch(FancyArrowPatch((-0.3, 0.5), (-0.3, -0.5), arrowstyle="-|>", mutation_scale=10, color="k"))
-        ax.text(-0.45, 0.0, f"+{layout.strides[0]}\nper\nrow", ha="right", va="center", fontsize=9)
+        ax.text(-0.45, 0.0, tr("+{stride}\nper\nrow", stride=layout.strides[0]), ha="right", va="center")
     ax.set_xlim(-1.6, cols + 0.2)
     ax.set_ylim(-rows + 0.8, 1.6)
 
@@ -143,8 +146,8 @@ def _draw_walk(ax, layout: Layout, size: int) -> None:
     ax.plot(range(len(cells)), cells, color="#555555", linewidth=1, zorder=1)
     colours = [_darker(PALETTE[(k // max(cols, 1)) % len(PALETTE)]) for k in range(len(cells))]
     ax.scatter(range(len(cells)), cells, s=28, c=colours, zorder=2)
-    ax.set_xlabel("element k of the view (row-major order)")
-    ax.set_ylabel("storage index")
+    ax.set_xlabel(tr("element k of the view (row-major order)"))
+    ax.set_ylabel(tr("storage index"))
     ax.set_xlim(-0.5, max(len(cells), size) - 0.5)
     ax.set_ylim(-0.5, size - 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -158,6 +161,7 @@ def _darker(hex_colour: str) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(int(v * 0.7) for v in (r, g, b)))
 
 
+@styled
 def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int | None = None) -> Figure:
     """One column per view: its grid with stride arrows (top) and its walk through storage (bottom):
     element k of the view (in row-major order) against the storage index it reads.
@@ -167,7 +171,7 @@ def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int
 
     >>> x = Layout.contiguous((4, 4))
     >>> fig = strides_figure({"x": x, "x.T": x.transpose(0, 1)})
-    >>> [ax.get_title(loc="left") for ax in fig.axes[:2]]
+    >>> [ax.get_title(loc="left") for ax in fig.axes[::2]]
     ['x: strides (4, 1), contiguous', 'x.T: strides (1, 4), non-contiguous']
     """
     if not isinstance(views, dict) or not views:
@@ -176,13 +180,15 @@ def strides_figure(views: dict[str, torch.Tensor | Layout], *, storage_size: int
     size = max(s for _, _, s in pairs)
     max_rows = max(_grid(layout)[0] for _, layout, _ in pairs)
     n = len(pairs)
-    fig = Figure(figsize=(min(3.4 * n, _MAX_WIDTH_IN), 0.45 * max_rows + 0.8 + 2.6), layout="constrained")
-    axes = fig.subplots(2, n, squeeze=False, height_ratios=[0.45 * max_rows + 0.8, 2.6])
+    # one view under the other (its grid, then its walk): side by side, a phone would halve them
+    grid_h = 0.45 * max_rows + 1.1
+    fig = Figure(figsize=(_MAX_WIDTH_IN, n * (grid_h + 2.8)), layout="constrained")
+    axes = fig.subplots(2 * n, 1, squeeze=False, height_ratios=[grid_h, 2.8] * n)[:, 0]
     for col, (name, layout, _) in enumerate(pairs):
-        kind = "contiguous" if layout.is_contiguous else "non-contiguous"
-        _draw_view(axes[0][col], layout, title=f"{name}: strides {layout.strides}, {kind}")
-        _stride_arrows(axes[0][col], layout)
-    for col, (name, layout, _) in enumerate(pairs):
-        _draw_walk(axes[1][col], layout, size)
-        axes[1][col].set_title(f"{name}: storage index per element", fontsize=10, loc="left")
+        kind = tr("contiguous") if layout.is_contiguous else tr("non-contiguous")
+        _draw_view(axes[2 * col], layout, title=tr("{name}: strides {strides}, {kind}", name=name,
+                                                   strides=layout.strides, kind=kind))
+        _stride_arrows(axes[2 * col], layout)
+        _draw_walk(axes[2 * col + 1], layout, size)
+        axes[2 * col + 1].set_title(tr("{name}: storage index per element", name=name), loc="left")
     return fig

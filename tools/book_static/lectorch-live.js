@@ -485,9 +485,16 @@
     if (then !== "(nothing)") expr = then === "+ 0" ? "(" + expr + ") + 0" : expr + then;
     return expr;
   }
+  // The width a panel's drawing gets in the page: charts are laid out at that width, so that their
+  // 11-unit text is drawn at 11 px on a phone too (an SVG scaled down to fit would shrink it).
+  function drawingWidth() {
+    var r = document.querySelector(".lectorch-panel .lp-result");
+    return Math.max(280, Math.min(560, Math.floor(r && r.clientWidth ? r.clientWidth : 560)));
+  }
   function storageSvg(L, size, title, D) {  // lectorch.plots.views.storage_view_figure: the storage row, then the view's grid
     var V = D.views, cols = L.shape.length ? L.shape[L.shape.length - 1] : 1;
-    var rows = L.shape.length > 1 ? prod(L.shape.slice(0, -1)) : 1, cells = cellsOf(L), colours = {}, box = 22;
+    var rows = L.shape.length > 1 ? prod(L.shape.slice(0, -1)) : 1, cells = cellsOf(L), colours = {};
+    var box = Math.max(15, Math.min(22, Math.floor((drawingWidth() - 2) / Math.max(size, cols, 1))));
     cells.forEach(function (c, k) { if (!(c in colours)) colours[c] = V.palette[Math.floor(k / Math.max(cols, 1)) % V.palette.length]; });
     function cell(x, y, colour, label) {
       return '<rect x="' + x + '" y="' + y + '" width="' + box + '" height="' + box + '" fill="' + colour +
@@ -554,7 +561,7 @@
 
   // ---- a small SVG chart: lines (null breaks a line), bars of a histogram, marker lines ------------
   function chartSvg(o) {
-    var W = 560, H = 280, L = 64, R = 16, T = 26, B = 44;
+    var W = drawingWidth(), H = 280, L = 64, R = 16, T = 26, B = 44;
     var ylog = !!o.ylog, xs = [], ys = [];
     (o.series || []).forEach(function (s) { s.points.forEach(function (p) {
       if (p[1] !== null && isFinite(p[1]) && (!ylog || p[1] > 0)) { xs.push(p[0]); ys.push(p[1]); } }); });
@@ -790,7 +797,7 @@
   };
 
   function rooflineSvg(title, peak, bw, I, att, label) {
-    var W = 560, H = 300, L = 64, R = 16, T = 28, B = 44;
+    var W = drawingWidth(), H = 300, L = 64, R = 16, T = 28, B = 44;
     var ridge = peak / bw, lo = Math.min(I, ridge) / 30, hi = Math.max(I, ridge) * 30;
     var ylo = lo * bw, yhi = peak * 3;
     function x(v) { return L + (W - L - R) * (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)); }
