@@ -1,9 +1,10 @@
-"""The checkers' words in the student's language.
+"""The checkers' words, and the figures', in the student's language.
 
 Every message a student reads from a checker (the verdict, "Case 2 of 3", a hint, a slip) is written
 in English as ``tr("… {name} …").format(name=...)``; ``tr`` looks the English up in the catalog of
 the current language. The catalogs are package data (``lectorch/locale/<language>.json``), made from
-the book's ``_ui.po`` (its messages in the context ``checker``) by ``python tools/i18n.py package``,
+the book's ``_ui.po`` (its messages in the context ``checker`` and the figures' words, which
+:mod:`lectorch.plots` draws through the same catalog) by ``python tools/i18n.py package``,
 so a student's kernel, which has only this package, has them too.
 
 The language is the one set by :func:`set_language` (the setup cell of a 中文 notebook calls

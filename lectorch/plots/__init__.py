@@ -18,10 +18,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lectorch.dtypes import FORMATS
+from lectorch import i18n
 from lectorch.plots import _text
-from lectorch.plots._text import set_language, tr
+from lectorch.plots._text import tr
 
-__all__ = ["COLORS", "STYLE", "figure_svg", "new_figure", "set_language", "smallest_text_px", "styled", "tr"]
+__all__ = ["COLORS", "STYLE", "figure_svg", "new_figure", "smallest_text_px", "styled", "tr"]
 
 #: Colours used for the same concept across chapters.
 #: The float formats' colours come from the registry :data:`lectorch.dtypes.FORMATS` (a peak-table
@@ -91,7 +92,7 @@ def _plain_log_ticks(fig: Figure) -> None:
 
 def figure_svg(fig: Figure, language: str | None = None) -> tuple[str, dict]:
     """The figure as SVG text (its words as ``<text>``, in ``language``: default the kernel's, see
-    ``lectorch.plots.set_language``) and the output metadata that lets the Chinese book
+    ``lectorch.set_language``) and the output metadata that lets the Chinese book
     translate it (``lectorch-texts``: the marked words it shows).
 
     >>> svg, meta = figure_svg(new_figure()[0]); svg.startswith("<?xml") and "Date" not in svg
@@ -109,9 +110,9 @@ def figure_svg(fig: Figure, language: str | None = None) -> tuple[str, dict]:
     shown = [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
     texts = _text.records(shown)
     svg = buf.getvalue()
-    language = language or _text.language()
-    if texts and not language.lower().startswith("en"):
-        svg = _text.translate_svg(svg, texts, _text.catalog_gettext(language))
+    language = language or i18n.get_language()
+    if texts and language != i18n.ENGLISH:
+        svg = _text.translate_svg(svg, texts, i18n.catalog(language).get)
     return svg, ({_text.METADATA_KEY: texts} if texts else {})
 
 

@@ -5,7 +5,8 @@ panels' ``tr("…")`` in the page script). The figure is saved as SVG with its t
 ``<text>`` elements, and the templates it used travel with the output (its metadata), so the same
 stored output is translated twice over by one function, :func:`translate_svg`: by the Chinese
 book's build through the book's ``_ui.po`` catalog, and in a kernel whose language is Chinese
-(``LECTORCH_LANGUAGE=zh_CN``, or :func:`set_language`).
+(``lectorch.set_language("zh_CN")`` or ``LECTORCH_LANGUAGE=zh_CN``) through the catalog the package
+ships (:mod:`lectorch.i18n`).
 
 >>> tr("{n} layers", n=8)
 '8 layers'
@@ -16,9 +17,7 @@ book's build through the book's ``_ui.po`` catalog, and in a kernel whose langua
 from __future__ import annotations
 
 import html
-import os
 import re
-from pathlib import Path
 from typing import Callable
 
 #: English text drawn -> (template, arguments): filled by :func:`tr`, read when a figure is saved.
@@ -141,39 +140,3 @@ def translate_svg(svg: str, texts: list, gettext: Callable[[str], str]) -> str:
         return f"{tag}{html.escape(lines[shown], quote=False)}{found.group(3)}"
 
     return _TEXT.sub(swap, svg)
-
-
-_LANGUAGE = [os.environ.get("LECTORCH_LANGUAGE", "en")]
-_CATALOGS: dict[str, dict[str, str]] = {}
-
-
-def set_language(language: str) -> None:
-    """The language of the figures this kernel draws: "en" (default) or "zh_CN" (from the course's
-    catalog ``locales/zh_CN/LC_MESSAGES/_ui.po`` where the course's folder is at hand, as in a clone)."""
-    if not isinstance(language, str) or not language:
-        raise ValueError(f"language must be a language code such as 'en' or 'zh_CN', got {language!r}")
-    _LANGUAGE[0] = language
-
-
-def language() -> str:
-    return _LANGUAGE[0]
-
-
-def catalog_gettext(language: str, root: Path | None = None) -> Callable[[str], str | None]:
-    """The figures' translations into ``language`` (an empty lookup for English, or where the course's
-    catalog is not at hand, e.g. lectorch installed without its repository)."""
-    if language.lower().startswith("en"):
-        return {}.get
-    if language not in _CATALOGS:
-        root = root or Path(__file__).resolve().parents[2]
-        path = root / "locales" / language / "LC_MESSAGES" / "_ui.po"
-        table = {}
-        try:
-            from babel.messages.pofile import read_po
-
-            with open(path, "rb") as f:
-                table = {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy and not m.context}
-        except (ImportError, OSError):
-            pass
-        _CATALOGS[language] = table
-    return _CATALOGS[language].get
