@@ -74,7 +74,7 @@ def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Fig
             if digits is None and n >= 2:
                 line, col = divmod(x, per_row)
                 span = min(n, per_row - col)
-                text = tr(f"{field} ({{n}})", n=n) if span >= 10 else str(n)
+                text = tr("{field} ({n})", field=tr(field), n=n) if span >= 10 else str(n)
                 ax.text(col + span / 2, first - 1.1 * line + 0.5, text, ha="center", va="center", in_layout=False)
             x += n
         top -= 1.5 + 1.1 * n_lines
