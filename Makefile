@@ -113,7 +113,8 @@ gpu-check:
 endif
 
 # The self-study book and the class book (EDITION=self-study or EDITION=class for one), each in
-# English and 中文, from the notebooks' stored outputs (the ones nbval checks), from clean; each is
+# English and 中文, from the notebooks' stored outputs (the ones nbval checks), from clean, the
+# editions side by side (each Sphinx build uses one core; each edition has its own folder); each is
 # skipped in a second when its stamp says its sources are unchanged (tools/build_book.py), and
 # `make test` reuses both. EXECUTE=1: the self-study book's chapters executed here (jupyter-cache) first.
 # The class book (solutions replaced by stubs, tools/class_edition.py) goes to _build/class/html.
@@ -125,8 +126,9 @@ BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class gettext,$(if $(filter 
 book: $(STAMP)
 	@case "$(EDITION)" in all|self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study or EDITION=class (the default builds both)"; exit 2;; esac
 	@test -z "$(EXECUTE)" -o "$(EDITION)" != class || { echo "EXECUTE=1 executes the self-study book's chapters; the class book (stubs, which stop a run) is always built from the stored outputs"; exit 2; }
-	@for edition in $(BOOK_EDITIONS); do \
-	  $(BIN)/python tools/build_book.py --edition $$edition $(if $(EXECUTE),$$(test $$edition = book && echo --execute)) || exit 1; done
+	@pids=""; for edition in $(BOOK_EDITIONS); do \
+	  $(BIN)/python tools/build_book.py --edition $$edition $(if $(EXECUTE),$$(test $$edition = book && echo --execute)) & \
+	  pids="$$pids $$!"; done; status=0; for pid in $$pids; do wait $$pid || status=1; done; exit $$status
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html; the class book: _build/class/html)."
 
 # The built book on 127.0.0.1, text gzip-compressed as GitHub Pages and most hosts send it
