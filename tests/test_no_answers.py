@@ -322,9 +322,15 @@ def class_edition_texts(root: Path):
     """The class book's texts as a student reads them, less what cannot hold a computed answer:
     the recorded grids of measured panels (in the pages and in the notebooks' output metadata)
     and third-party assets under _static (theme, fonts, widget manager; lectorch's own are kept)."""
+    shown_on = {}  # a figure's file -> the first page that shows it (the chapter it belongs to)
+    for page in sorted(root.rglob("*.html")):
+        for name in re.findall(r'_images/([^"\'?#]+)', page.read_text(encoding="utf-8", errors="replace")):
+            shown_on.setdefault(name, page)
     for path, text in texts([root]):
         if "_static" in path.relative_to(root).parts and not path.name.startswith("lectorch"):
             continue
+        if path.parent.name == "_images":
+            path = shown_on.get(path.name, path)
         if path.suffix == ".ipynb":
             nb = json.loads(text)
             for cell in nb.get("cells", []):

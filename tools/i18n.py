@@ -110,13 +110,13 @@ PACKAGE_CATALOGS = ROOT / "lectorch" / "locale"
 
 def package_catalog(language: str = LANGUAGE) -> dict[str, str]:
     """What a student's kernel says and draws, from ``_ui.po``, as the package ships it: the checkers'
-    messages (context ``checker``) and the figures' words (:func:`sphinx_lectorch_i18n.figure_messages`),
+    messages (context ``checker``) and the words drawn into figures (:func:`sphinx_lectorch_i18n.figure_messages`),
     English → translation, translated and not fuzzy ones only, sorted."""
     import sphinx_lectorch_i18n
 
     with open(CATALOGS.parent.parent / language / "LC_MESSAGES" / f"{sphinx_lectorch_i18n.UI_CATALOG}.po", "rb") as f:
         catalog = read_po(f)
-    figures = set(sphinx_lectorch_i18n.figure_messages())
+    figures = set(sphinx_lectorch_i18n.figure_messages(alt=False))  # a kernel draws no alt text
     shipped = {m.id: m.string for m in catalog if m.id in figures and not m.context and m.string and not m.fuzzy}
     shipped.update((m.id, m.string) for m in catalog
                    if m.context == sphinx_lectorch_i18n.CHECKER and m.id and m.string and not m.fuzzy)

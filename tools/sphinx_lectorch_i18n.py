@@ -189,9 +189,10 @@ def ui_messages(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
-def figure_messages(root: Path = ROOT) -> list[str]:
+def figure_messages(root: Path = ROOT, *, alt: bool = True) -> list[str]:
     """The words of the chapters' figures: the templates (``lectorch.plots.tr``) that their stored
-    SVG outputs list in their metadata, and each figure's alt text (its cell's ``mystnb.image.alt``).
+    SVG outputs list in their metadata, and (``alt=True``) each figure's alt text (its cell's
+    ``mystnb.image.alt``, which only the book shows).
 
     >>> messages = figure_messages(); "bytes per parameter" in messages and "storage index" in messages
     True
@@ -205,7 +206,8 @@ def figure_messages(root: Path = ROOT) -> list[str]:
         for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
             for output in cell.get("outputs", []):
                 found += _text.templates(output.get("metadata", {}).get(SVG_MIME, {}).get(_text.METADATA_KEY, []))
-            found.append(cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt"))
+            if alt:
+                found.append(cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt"))
     return list(dict.fromkeys(m for m in found if m))
 
 
