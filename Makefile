@@ -33,12 +33,13 @@ LAB_STAMP := $(VENV)/.lectorch-lab
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 NB     ?= $(CHAPTERS)
 
-.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book serve test unit execute lab student grading-bundle grade clean translations torch-matrix
+.PHONY: help install lock gpu-wheels gpu-check gpu-rehearsal book serve test rehearse unit execute lab student grading-bundle grade clean translations torch-matrix
 help:
 	@echo "make book     build the HTML book into _build/html (creates $(VENV) on first use)"
 	@echo "make book EDITION=class  the class book (no solutions) into _build/class/html"
 	@echo "make serve    serve the built book on http://127.0.0.1:$(SERVE_PORT)/, gzip-compressed as a host serves it"
-	@echo "make test     run every test: lectorch, the chapters (nbval), the book build, the browser"
+	@echo "make test     the tests: lectorch, the chapters (nbval), the book build, the browser, the grader"
+	@echo "make rehearse a user's whole paths for real: a fresh venv, the GPU check's dry run, JupyterLab, DDP"
 	@echo "make unit     the fast loop: ruff and lectorch's unit tests (no book, browser or notebook runs)"
 	@echo "make execute  re-execute chapters in place (NB=chapters/05_flops_mfu.ipynb for one)"
 	@echo "make lab      JupyterLab on the chapters (e.g. on a GPU box, through an SSH tunnel)"
@@ -151,7 +152,13 @@ TEST_WORKERS ?= auto
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check $(LINT)
-	$(BIN)/python -m pytest $(XDIST) --durations=25
+	$(BIN)/python -m pytest $(XDIST) -m "not rehearsal" --durations=25
+
+# A user's whole paths run for real, minutes each (tests marked `rehearsal`): a fresh venv installed
+# from the built wheel, the GPU box's check dry-run, JupyterLab, DDP, a run killed three times, a
+# class graded in four shards. CI runs it after `make test`.
+rehearse: $(STAMP) $(LAB_STAMP)
+	$(BIN)/python -m pytest $(XDIST) -m rehearsal --durations=10
 
 # The edit loop, one worker per core (UNIT_WORKERS=N: N workers, 0: in one process; the extra worker
 # of `make test` fills waits this loop does not have, and each worker's ~9 s collection made 3 workers
@@ -166,7 +173,7 @@ NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_c
 UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 unit: $(STAMP)
 	$(BIN)/ruff check $(LINT)
-	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow" -q \
+	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow and not rehearsal" -q \
 	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder) \
 	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
 

@@ -71,21 +71,24 @@ def pytest_configure(config: pytest.Config) -> None:
 #: longest files start first so that the workers finish together instead of one running the last long
 #: file alone. Then the chapters (nbval, 10-20 s each), then the rest as collected. (xdist's loadgroup
 #: would split a file finer, but its groups are lost with pytest 9.2: split a slow file instead.)
-SLOWEST_FIRST = [  # summed durations of a quiet `make test` on 2 cores (pytest --junitxml), in s
-    "tests/test_browser_pages.py",         # 73: both editions' chapter visits (tests/_tour.py) and the rest
-    "tests/test_student_and_grading.py",   # 71
-    "tests/test_grading_attacks.py",       # 51
-    "tests/test_gpu_check.py",             # 41
-    "tests/test_browser_reader.py",        # 31
-    "tests/test_grading_cli.py",           # 28
-    "tests/test_browser.py",               # 22
-    "tests/test_bare_venv.py",             # 20
-    "tests/test_checkpoint.py",            # 16
-    "tests/test_browser_panels.py",        # 16
-    "tests/test_ddp.py",                   # 12
-    "tests/test_gpu_box.py",
+SLOWEST_FIRST = [  # summed durations of `make test` on 2 cores (pytest --junitxml, a busy machine), in s
+    "tests/test_class_edition.py",         # 206: builds the editions when `make book` has not
+    "tests/test_student_and_grading.py",   # 142
+    "tests/test_grading_walls.py",         # 94
+    "tests/test_grading_review.py",        # 91
+    "tests/test_grading_attacks.py",       # 89
+    "tests/test_browser_pages.py",         # 76: both editions' chapter visits (tests/_tour.py) and the rest
+    "tests/test_browser_light.py",         # 54
+    "tests/test_exercises_matrix.py",      # 44
+    "tests/test_browser_reader.py",        # 41
+    "tests/test_browser.py",               # 39
+    "tests/test_grading_cli.py",           # 25 (less its rehearsal)
+    "tests/test_exercises_hidden.py",      # 26
+    "tests/test_exercises_train.py",       # 18
+    "tests/test_browser_panels.py",        # 17
+    "tests/test_gpu_box.py",               # 16
+    "tests/test_book_stamp.py",            # 16
     "tests/test_translation.py",
-    "tests/test_lab.py",
 ]
 
 

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ["00_napkin_math"]
 #: Linked (not installed) into the bare venv, with everything they depend on.
 LINKED = ("torch", "ipykernel")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.rehearsal
 
 
 def _closure(names) -> set[str]:

@@ -312,7 +312,7 @@ class Worker:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL is POSIX")
-@pytest.mark.slow  # five torch processes: `make test`, not `make unit`
+@pytest.mark.rehearsal  # five torch processes
 def test_a_run_killed_three_times_ends_bit_for_bit_like_one_never_stopped(tmp_path):
     data = tmp_path / "tokens.bin"
     write_tokens(data, markov_tokens(5000, 32, seed=3))

@@ -16,6 +16,8 @@ from lectorch.checkpoint import load_checkpoint
 from lectorch.data import load_tokens, markov_tokens, write_tokens
 from lectorch.train import TrainConfig, train
 
+pytestmark = pytest.mark.rehearsal  # a user's whole path, run for real: `make rehearse`
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CONFIG = dict(vocab_size=16, dim=8, num_layers=1, batch_size=8, context_length=8, total_steps=6, warmup_steps=1,

@@ -25,6 +25,8 @@ import lock  # noqa: E402
 
 from lectorch import reference  # noqa: E402
 
+pytestmark = pytest.mark.rehearsal  # a user's whole path, run for real: `make rehearse`
+
 needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the failure without a GPU")
 
 

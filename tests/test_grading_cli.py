@@ -103,7 +103,7 @@ def _small_class(subs: Path) -> None:
 
 
 @needs_bwrap
-@pytest.mark.slow  # starts graders that start sandboxed kernels: `make test`, not `make unit`
+@pytest.mark.rehearsal  # five graders that start sandboxed kernels
 def test_four_shards_merged_equal_one_run(course, tmp_path):
     subs = tmp_path / "subs"
     _small_class(subs)

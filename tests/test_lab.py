@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.rehearsal  # a user's whole path, run for real: `make rehearse`
+
 pytest.importorskip("jupyterlab", reason="make lab installs requirements-lab.txt")
 requests = pytest.importorskip("requests")
 websocket = pytest.importorskip("websocket")
