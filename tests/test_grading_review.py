@@ -691,7 +691,7 @@ ACCUMULATE = {  # (source, what the check says: None for a pass)
             torch.zeros_like(weight, requires_grad=True).sum().backward()
         optimizer.step()
     return model.weight.detach().clone()
-""", "backward passes reached the weight"),
+""", "backward passes each went through"),
     # honest, with a fresh leaf each step (w = w - lr * w.grad): passes
     "honest, rebinding the weight": ("""
 def accumulated_training(weight, micro_batches, accumulation, lr=0.1):

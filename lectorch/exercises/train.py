@@ -235,44 +235,48 @@ class _Rows(torch.overrides.TorchFunctionMode):
 def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
     """Run the student's ``accumulated_training`` and watch the lesson, not only the weight:
 
-    - the backward passes (``torch.autograd``'s ``backward`` and ``grad``, which ``loss.backward()``
-      goes through) that reach the model's weight: a leaf of the weight's shape that the steps
-      change or that is returned (an empty ``backward()`` on some other tensor does not count);
+    - how many micro-batches each backward pass (``torch.autograd``'s ``backward`` and ``grad``,
+      which ``loss.backward()`` goes through) differentiates: the micro-batch inputs its graph
+      holds. One per pass is the lesson; an empty ``backward()`` holds none, and one backward over
+      several micro-batches' losses holds them all;
     - the most rows of any batch a torch call makes (inputs, logits, targets): never more than a
       micro-batch's, since the whole batch is what does not fit in memory."""
+    weight, micro_batches = args[0], args[1]
+    inputs = [x for x, _ in micro_batches if isinstance(x, torch.Tensor)]
+
     # nested: the module's functions are switched off while the answer runs
-    def _leaves(roots: Any) -> list[torch.Tensor]:
-        """The leaf tensors (those whose ``.grad`` a backward pass fills) that ``roots``' graph reaches."""
+    def held(roots: Any) -> int:
+        """How many of the micro-batch inputs the graph of ``roots`` saved for its backward pass."""
         roots = [roots] if isinstance(roots, torch.Tensor) else list(roots) if isinstance(roots, (list, tuple)) else []
-        found, seen = [], set()
-        todo = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        found += [t for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None and t.requires_grad]
+        todo = [t.grad_fn for t in roots if isinstance(t, torch.Tensor)]
+        seen, found = set(), set()
         while todo:
             node = todo.pop()
             if node is None or node in seen:
                 continue
             seen.add(node)
-            leaf = getattr(node, "variable", None)
-            if isinstance(leaf, torch.Tensor):
-                found.append(leaf)
+            for name in dir(node):
+                if not name.startswith("_saved_"):
+                    continue
+                try:
+                    saved = getattr(node, name)
+                except RuntimeError:  # freed by an earlier backward
+                    continue
+                if isinstance(saved, torch.Tensor) and saved.dim() == 2:
+                    for k, x in enumerate(inputs):
+                        if k not in found and saved.shape == x.shape and torch.equal(saved.detach().to(x.dtype), x):
+                            found.add(k)
             todo += [n for n, _ in node.next_functions]
-        return found
+        return len(found)
 
-    weight, micro_batches = args[0], args[1]
-    shape = tuple(weight.shape)
-    passes: list[list[torch.Tensor]] = []  # per outermost backward pass, the weight-shaped leaves it reaches
-    first: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id -> (leaf, its value when first reached)
+    passes: list[int] = []  # per outermost backward pass, the micro-batches its graph holds
     depth = [0]
     real = torch.autograd.backward, torch.autograd.grad
 
     def counting(fn, keyword: str):
         def call(*a, **k):  # the outermost call only (one may go through the other)
             if depth[0] == 0:
-                roots = a[0] if a else k.get(keyword, ())
-                leaves = [t for t in _leaves(roots) if tuple(t.shape) == shape and t.is_floating_point()]
-                for t in leaves:
-                    first.setdefault(id(t), (t, t.detach().clone()))
-                passes.append(leaves)
+                passes.append(held(a[0] if a else k.get(keyword, ())))
             depth[0] += 1
             try:
                 return fn(*a, **k)
@@ -280,34 +284,16 @@ def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
                 depth[0] -= 1
         return call
 
-    rows = _Rows(shape)
+    rows = _Rows(tuple(weight.shape))
     torch.autograd.backward, torch.autograd.grad = counting(real[0], "tensors"), counting(real[1], "outputs")
     try:
         with rows:
             got = answer(*args, **kwargs)
     finally:
         torch.autograd.backward, torch.autograd.grad = real
-    returned = got.detach() if isinstance(got, torch.Tensor) else None
-
-    def is_weight(t: torch.Tensor) -> bool:
-        now, then = t.detach(), first[id(t)][1]
-        changed = not torch.equal(now, then)
-        same = returned is not None and tuple(returned.shape) == shape and torch.equal(now.cpu(), returned.cpu())
-        return changed or same
-
-    weights = {i for i, (t, _) in first.items() if is_weight(t)}
-    # a loop that rebinds the weight (w = w - lr * w.grad, then a fresh leaf) makes one leaf a step:
-    # a leaf that starts as an earlier weight's SGD step is the weight too
-    lr = args[3] if len(args) > 3 else kwargs.get("lr", 0.1)
-    for i, (t, start) in first.items():
-        if i not in weights and torch.equal(start, weight.detach()) or any(
-                i not in weights and p.grad is not None and tuple(p.grad.shape) == shape
-                and close(start, p.detach() - lr * p.grad, rtol=ACCUMULATE_TOL, atol=ACCUMULATE_TOL)
-                for j, (p, _) in first.items() if j in weights):
-            weights.add(i)
-    return {"returned": got, "backward_calls": sum(any(id(t) in weights for t in p) for p in passes),
+    return {"returned": got, "backward_calls": sum(n == 1 for n in passes), "passes": len(passes),
             "micro_batches": len(micro_batches), "batch_rows": rows.most,
-            "micro_rows": max((len(x) for x, _ in micro_batches), default=0)}
+            "micro_rows": max((len(x) for x in inputs), default=0)}
 
 
 def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
@@ -324,11 +310,13 @@ def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
                        "{micro}: accumulation never builds the whole batch (it is what does not fit in memory); run "
                        "each micro-batch through the model on its own.").format(
                            rows=counted.get("batch_rows"), micro=counted.get("micro_rows")))
-        if counted is not None and counted.get("backward_calls") != counted.get("micro_batches"):
-            return (tr("the weight is right, but {backward} backward passes reached the weight for {micro} "
-                       "micro-batches: accumulation means one backward per micro-batch (a batch that fits in "
-                       "memory), adding up the gradients before each step.").format(
-                           backward=counted.get('backward_calls'), micro=counted.get('micro_batches')))
+        if counted is not None and not (counted.get("backward_calls") == counted.get("passes")
+                                        == counted.get("micro_batches")):
+            return (tr("the weight is right, but only {backward} of your {passes} backward passes each went through "
+                       "one micro-batch, for {micro} micro-batches: accumulation means one backward per micro-batch "
+                       "(a batch that fits in memory), adding up the gradients before each step.").format(
+                           backward=counted.get("backward_calls"), passes=counted.get("passes"),
+                           micro=counted.get("micro_batches")))
         return None
     return (tr("after your steps the weight differs from what the same number of steps on the concatenated "
            "micro-batches gives."))
