@@ -97,6 +97,8 @@ ESCAPE_ATTRIBUTES = {
     "_execution_engine": "calls autograd's engine", "run_backward": "calls autograd's engine",
     "grad_fn": "walks autograd's graph", "next_functions": "walks autograd's graph",
     "_pop_mode_temporarily": "switches torch-function modes", "DisableTorchFunction": "switches torch-function modes",
+    "apply_": "runs a Python callback inside a torch call", "map_": "runs a Python callback inside a torch call",
+    "map2_": "runs a Python callback inside a torch call",
     "DisableTorchFunctionSubclass": "switches torch-function modes",
 }
 
@@ -105,7 +107,7 @@ ESCAPE_ATTRIBUTES = {
 EQUIVALENTS = {
     "precision-log-softmax": ("log_softmax", "logsumexp", "logcumsumexp", "logaddexp", "logaddexp2", "softmax",
                               "log_softmax_backward_data", "LogSoftmax", "Softmax", "cross_entropy", "nll_loss",
-                              "CrossEntropyLoss", "NLLLoss"),
+                              "CrossEntropyLoss", "NLLLoss", "softmin", "Softmin", "gumbel_softmax"),
     "backprop-skip-grads": ("backward", "grad", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian",
                             "grad_and_value", "vmap", "functional_call"),
     "optim-adamw-step": ("adam", "adamw", "Adam", "AdamW", "_fused_adam", "_fused_adamw", "_fused_adam_",
@@ -133,6 +135,11 @@ _AUTOGRAD = ("torch.autograd", "torch.func", "functorch", "torch._functorch")
 
 #: library roots: a dotted path from one of them is the library's (never the student's)
 _LIBRARIES = ("torch", "numpy", "scipy", "jax", "lectorch", "einops", "math", "statistics", "sklearn", "tensorflow")
+
+#: the course package's names every exercise may use: the checker's entry point. Any other
+#: ``lectorch.*`` name computes a piece of some exercise's answer: a finding unless the exercise
+#: lists it (``Exercise.allow``)
+LECTORCH_ALLOWED = ("lectorch.check", "lectorch.get_device", "lectorch.__version__")
 
 #: what a "without creating a tensor" exercise may still reach in torch: dtypes and their facts
 _NO_TENSOR_OK = ("torch.finfo", "torch.iinfo", "torch.dtype", "torch.Size")
@@ -467,10 +474,11 @@ def _lookup(path: str) -> Any:
 
 
 class _Forbidden:
-    def __init__(self, exercise: str, names: Iterable[str], no_tensors: bool):
+    def __init__(self, exercise: str, names: Iterable[str], no_tensors: bool, allowed: Iterable[str] = ()):
         self.exercise = exercise
         self.paths = tuple(names)
         self.no_tensors = no_tensors
+        self.allowed = (*LECTORCH_ALLOWED, *allowed)
         self.objects: dict[int, str] = {}
         for name in self.paths:
             obj = _lookup(name)
@@ -491,6 +499,10 @@ class _Forbidden:
             return "reaches into the checker (lectorch.exercises)"
         if self.exercise in AUTOGRAD_BY_HAND and path.startswith(_AUTOGRAD):
             return "reaches autograd, in an exercise of gradients by hand"
+        if (path == "lectorch" or path.startswith("lectorch.")) and not any(
+                path == a or path.startswith(a + ".") for a in self.allowed):
+            return (f"uses {path}: the course's helpers compute pieces of the exercises' answers; this "
+                    "exercise asks for your own code")
         obj = _lookup(path)
         if obj is not None and id(obj) in self.objects:
             return f"uses {self.objects[id(obj)]} (as {path}), which this exercise asks you to write yourself"
@@ -515,9 +527,11 @@ def _line(statement: _Statement, node: ast.AST) -> Finding:
     return Finding(statement.cell, line, text, "")
 
 
-def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool = False) -> list[Finding]:
-    """The findings of ``program``'s statements (one per line and reason), in notebook order."""
-    rules = _Forbidden(program.exercise, forbidden, no_tensors)
+def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool = False,
+           allowed: Iterable[str] = ()) -> list[Finding]:
+    """The findings of ``program``'s statements (one per line and reason), in notebook order.
+    ``allowed``: the ``lectorch`` names the exercise lets its answer use (any other is a finding)."""
+    rules = _Forbidden(program.exercise, forbidden, no_tensors, allowed)
     aliases = _Aliases(s.node for s in program.statements)
     findings: list[Finding] = list(program.unresolved)
     seen: set[tuple[int, int, str]] = set()
@@ -654,7 +668,8 @@ def split(notebook: Mapping, items: list[dict], refusals: Mapping[str, dict],
             continue
         own = helpers.get(item["id"]) or {}
         program = build(notebook, item["id"], item["expr"], own)
-        findings[item["id"]] = review(program, spec.get("names", ()), no_tensors=spec.get("no_tensors", False))
+        findings[item["id"]] = review(program, spec.get("names", ()), no_tensors=spec.get("no_tensors", False),
+                                      allowed=spec.get("allow", ()))
         # the check expression's own helpers (the grader's, imported by the program) stay
         kept = {f"{module}.{name}" for name, module in own.items()}
         refuse = {**spec, "names": [n for n in spec.get("names", ()) if n not in kept]}

@@ -198,11 +198,10 @@ class StepFlops:
 def step_flops(dim: int, num_layers: int, batch: int) -> StepFlops:
     """Exact matmul FLOPs of a training step of ``Cruncher(dim, num_layers)`` on ``batch`` rows.
 
-    Forward: 2·B·P. Backward: 2·B·P for the weights' gradients, plus 2·B·P for the gradients of the
-    layers' inputs — except the first layer's, whose input (the data) needs no gradient: minus 2·B·D².
-    Total: 6·B·P - 2·B·D² (the 6× rule, less the first layer's input gradient).
+    Forward: 2·B·P; the backward pass is derived in chapter 06 (an exercise there asks for it),
+    and chapter 08 prints the total next to the 6× rule.
 
-    >>> f = step_flops(1024, 4, 512); f.total == 6 * 512 * (4 * 1024**2 + 1024) - 2 * 512 * 1024**2
+    >>> f = step_flops(1024, 4, 512); f.forward == 2 * 512 * (4 * 1024**2 + 1024)
     True
     """
     d, n, b = _sizes(dim, num_layers, batch)

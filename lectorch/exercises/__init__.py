@@ -25,6 +25,7 @@ Five rules hold for every exercise:
 True
 >>> check("doc-answer", 41).status
 'failed'
+>>> del _REGISTRY["doc-answer"]  # an example, not one of the course's exercises
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ class Exercise:
     ``refuse`` names the library routines (dotted paths) that do what the exercise asks the student
     to write: they raise while the student's function runs (``refuse.refusing``), with a message
     naming ``refuse_what``; ``no_tensors`` refuses every torch call ("without creating a tensor").
+    ``allow`` names the course package's helpers (dotted ``lectorch.*`` paths) the answer may use:
+    the grader marks any other ``lectorch`` name in an answer's code "needs review".
     """
 
     id: str
@@ -133,6 +136,7 @@ class Exercise:
     refuse: tuple[str, ...] = ()
     refuse_what: str = ""
     no_tensors: bool = False
+    allow: tuple[str, ...] = ()
     runner: Callable[[Callable, tuple, dict], Any] | None = None
 
     @property
@@ -293,7 +297,7 @@ def refusals() -> dict[str, dict]:
     'the AdamW update'
     """
     return {ex_id: {"names": list(refused_names(ex)), "what": ex.refuse_what or ex.title,
-                    "no_tensors": ex.no_tensors}
+                    "no_tensors": ex.no_tensors, "allow": list(ex.allow)}
             for ex_id, ex in exercises().items() if refused_names(ex) or ex.no_tensors}
 
 

@@ -108,7 +108,7 @@ register(
         rtol=_TIME_RATIO.rtol,
         refuse_what="the prediction",
         no_tensors=True,
-        refuse=_FLOP_COUNTERS,
+        refuse=(*_FLOP_COUNTERS, "lectorch.step_memory.step_flops"),
         hint=("Time follows work when every matmul runs at the same speed: how many matmuls of the "
               "forward's size does the backward pass of one layer do?",),
         slips={

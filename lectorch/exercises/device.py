@@ -78,6 +78,7 @@ register(
         kind="function",
         refuse_what="the allocator's rounding",
         refuse=("lectorch.device.allocator_bytes",),
+        allow=("lectorch.dtypes.bytes_per_element",),
         hint=("the allocator hands out whole blocks: how big is the block of each tensor?",
               "walk through the events in order, keeping the bytes currently allocated; the peak is "
               "the largest that running total ever gets."),
@@ -115,6 +116,7 @@ register(
         no_tensors=True,
         refuse=("lectorch.transfer.transfer_seconds", "lectorch.transfer.measure_copy",
                 "lectorch.memory.tensor_bytes", "lectorch.memory.bytes_of", "lectorch.dtypes.bytes_per_element"),
+        allow=("lectorch.transfer.pcie_bytes_per_s",),
         hint=("seconds = bytes / bytes per second: count the tensor's bytes first.",
               "PCIe 5.0 x16 carries 16 lanes × 32 GT/s × 128/130 / 8 bits per byte in each direction."),
         slips={

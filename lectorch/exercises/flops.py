@@ -127,6 +127,7 @@ register(
         refuse_what="the prediction",
         no_tensors=True,
         refuse=("lectorch.roofline.measure_matmul",),
+        allow=("lectorch.flops.linear_flops",),
         hint=(("count both matmuls' FLOPs and their arithmetic intensity: are both above the ridge "
               "point? Then which resource sets the time?"),
               "a compute-bound kernel's time is FLOPs / FLOP/s: the same FLOP/s for both."),

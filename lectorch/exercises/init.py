@@ -183,6 +183,7 @@ register(
         rtol=_VARIANT.rtol,
         refuse_what="the parameter count",
         no_tensors=True,
+        refuse=("lectorch.models.cruncher_num_parameters",),
         hint=("Count layer by layer: a linear layer from D_in to D_out with a bias has a D_in×D_out "
               "weight and D_out biases.",),
         slips={

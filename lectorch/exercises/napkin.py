@@ -31,6 +31,7 @@ register(
         rtol=_TWO_WEEKS.rtol,
         refuse_what="the FLOP count of a cluster",
         refuse=("lectorch.napkin.cluster_flops_per_s", "lectorch.napkin.training_days", "lectorch.napkin.summarize"),
+        allow=("lectorch.hardware.get_gpu", "lectorch.napkin.SECONDS_PER_DAY"),
         hint=("GPUs × days × seconds per day × dense peak FLOP/s.",
               "the dense bf16 peak of an H100 SXM is half of the datasheet's 2:4-sparse figure."),
         slips={
@@ -137,6 +138,7 @@ register(
             "lectorch.napkin.cluster_flops_per_s",
             "lectorch.napkin.summarize",
         ),
+        allow=("lectorch.hardware.get_gpu", "lectorch.napkin.SECONDS_PER_DAY"),
         hint=("a cluster has a whole number of GPUs: which way must the count be rounded so the run "
               "finishes in time?",
               "compare how many FLOPs the run needs with how many one GPU delivers in the time allowed."),

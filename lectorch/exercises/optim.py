@@ -186,6 +186,7 @@ register(
             "torch.optim.adam.adam",
             "torch.optim.adam._single_tensor_adam",
             "torch.optim.adam._multi_tensor_adam",
+            "torch.optim.adamw.adamw",
             "torch._fused_adamw_",
             "torch._fused_adam_",
         ),

@@ -49,6 +49,10 @@ except ImportError:  # loaded alone, by path, in a grader's sandbox: its message
 #: the methods of a refused class that are replaced too (besides ``__init__``)
 _CLASS_METHODS = ("step", "forward", "__call__")
 
+#: torch methods that run a Python callback inside a torch call, where the mode does not see the
+#: calls the callback makes: refused in every check that refuses anything
+CALLBACKS = ("torch.Tensor.apply_", "torch.Tensor.map_", "torch.Tensor.map2_")
+
 
 class RefusedShortcut(Exception):
     """Raised when a student's function calls a routine the exercise asks them to write.
@@ -256,6 +260,8 @@ def _refusing(names: tuple, resolved: list, what: str, no_tensors: bool) -> Iter
                     inner = getattr(obj, part, None)
                     if inner is not None:
                         torch_refused[id(inner)] = name
+        for name in CALLBACKS:
+            torch_refused.setdefault(id(resolve(name)), name)
         if functions:  # one pass over the modules that may hold them, under any name
             for module in _modules_to_scan(owners):
                 space = getattr(module, "__dict__", None)

@@ -83,7 +83,8 @@ register(
         rtol=_CKPT_TIME.rtol,
         refuse_what="the FLOP count",
         no_tensors=True,
-        refuse=("lectorch.train.measure_step", "lectorch.flops.count_flops"),
+        refuse=("lectorch.train.measure_step", "lectorch.flops.count_flops",
+                "lectorch.reference.checkpointing_flop_overhead"),
         hint=("predict from FLOPs: which matmuls does the non-reentrant checkpoint run a second "
               "time, and how large are they next to the whole step's?",
               "the head (D × V) is not inside a checkpointed block: it is never recomputed, but "
@@ -106,6 +107,7 @@ register(
         rtol=_HFU.rtol,
         refuse_what="the utilisation",
         refuse=("lectorch.bench.mfu", "lectorch.napkin.cluster_flops_per_s", "lectorch.napkin.training_flops"),
+        allow=("lectorch.hardware.get_gpu",),
         slips={
             "counts-only-model": "it counts only the model's FLOPs; the hardware also runs the recomputation.",
             "1979-tflop-s": "the 1979 TFLOP/s of the datasheet assumes 2:4 sparsity: use the dense peak.",

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
 from lectorch.exercises.sealed_cases import close, public_cases
@@ -211,29 +212,88 @@ def accumulation_case(seed: int, *, features: int, classes: int, micro: int, acc
 ACCUMULATE_TOL = 64 * torch.finfo(torch.float32).eps
 
 
+class _Rows(torch.overrides.TorchFunctionMode):
+    """Notes the most rows of any batch-like tensor a torch call returns: (n, D) inputs, (n, K)
+    logits, n targets; the weight's own shapes (K × D, D × K, K, D) are not batches."""
+
+    def __init__(self, weight_shape: tuple[int, int]) -> None:
+        super().__init__()
+        k, d = weight_shape
+        self.not_batches = {(k, d), (d, k), (k,), (d,)}
+        self.trailing = {(d,), (k,), ()}
+        self.most = 0
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (list, tuple)) else (out,):
+            if isinstance(t, torch.Tensor) and t.dim() >= 1 and tuple(t.shape) not in self.not_batches \
+                    and tuple(t.shape[1:]) in self.trailing:
+                self.most = max(self.most, int(t.shape[0]))
+        return out
+
+
 def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
-    """Run the student's ``accumulated_training`` and count its backward passes (``torch.autograd``'s
-    ``backward`` and ``grad``, which ``loss.backward()`` goes through): the lesson is one backward per
-    micro-batch, which a step on the concatenated micro-batches skips."""
-    count = {"backward": 0, "depth": 0}
+    """Run the student's ``accumulated_training`` and watch the lesson, not only the weight:
+
+    - how many micro-batches each backward pass (``torch.autograd``'s ``backward`` and ``grad``,
+      which ``loss.backward()`` goes through) differentiates: the micro-batch inputs its graph
+      holds. One per pass is the lesson; an empty ``backward()`` holds none, and one backward over
+      several micro-batches' losses holds them all;
+    - the most rows of any batch a torch call makes (inputs, logits, targets): never more than a
+      micro-batch's, since the whole batch is what does not fit in memory."""
+    weight, micro_batches = args[0], args[1]
+    inputs = [x for x, _ in micro_batches if isinstance(x, torch.Tensor)]
+
+    # nested: the module's functions are switched off while the answer runs
+    def held(roots: Any) -> int:
+        """How many of the micro-batch inputs the graph of ``roots`` saved for its backward pass."""
+        roots = [roots] if isinstance(roots, torch.Tensor) else list(roots) if isinstance(roots, (list, tuple)) else []
+        todo = [t.grad_fn for t in roots if isinstance(t, torch.Tensor)]
+        seen, found = set(), set()
+        while todo:
+            node = todo.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            for name in dir(node):
+                if not name.startswith("_saved_"):
+                    continue
+                try:
+                    saved = getattr(node, name)
+                except RuntimeError:  # freed by an earlier backward
+                    continue
+                if isinstance(saved, torch.Tensor) and saved.dim() == 2:
+                    for k, x in enumerate(inputs):
+                        if k not in found and saved.shape == x.shape and torch.equal(saved.detach().to(x.dtype), x):
+                            found.add(k)
+            todo += [n for n, _ in node.next_functions]
+        return len(found)
+
+    passes: list[int] = []  # per outermost backward pass, the micro-batches its graph holds
+    depth = [0]
     real = torch.autograd.backward, torch.autograd.grad
 
-    def counting(fn):
+    def counting(fn, keyword: str):
         def call(*a, **k):  # the outermost call only (one may go through the other)
-            count["backward"] += count["depth"] == 0
-            count["depth"] += 1
+            if depth[0] == 0:
+                passes.append(held(a[0] if a else k.get(keyword, ())))
+            depth[0] += 1
             try:
                 return fn(*a, **k)
             finally:
-                count["depth"] -= 1
+                depth[0] -= 1
         return call
 
-    torch.autograd.backward, torch.autograd.grad = counting(real[0]), counting(real[1])
+    rows = _Rows(tuple(weight.shape))
+    torch.autograd.backward, torch.autograd.grad = counting(real[0], "tensors"), counting(real[1], "outputs")
     try:
-        got = answer(*args, **kwargs)
+        with rows:
+            got = answer(*args, **kwargs)
     finally:
         torch.autograd.backward, torch.autograd.grad = real
-    return {"returned": got, "backward_calls": count["backward"], "micro_batches": len(args[1])}
+    return {"returned": got, "backward_calls": sum(n == 1 for n in passes), "passes": len(passes),
+            "micro_batches": len(micro_batches), "batch_rows": rows.most,
+            "micro_rows": max((len(x) for x in inputs), default=0)}
 
 
 def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
@@ -245,10 +305,18 @@ def _compare_weight(got: Any, expected: torch.Tensor) -> str | None:
     if tuple(got.shape) != tuple(expected.shape):
         return tr("the returned weight has shape {shape}, not the starting weight's.").format(shape=tuple(got.shape))
     if close(got, expected, rtol=ACCUMULATE_TOL, atol=ACCUMULATE_TOL):
-        if counted is not None and counted.get("backward_calls") != counted.get("micro_batches"):
-            return (tr("the weight is right, but your function ran {backward} backward passes for {micro} micro-batches: "
-                   "accumulation means one backward per micro-batch (a batch that fits in memory), adding up the "
-                   "gradients before each step.").format(backward=counted.get('backward_calls'), micro=counted.get('micro_batches')))
+        if counted is not None and counted.get("batch_rows", 0) > counted.get("micro_rows", 0):
+            return (tr("the weight is right, but your function made a batch of {rows} rows where a micro-batch has "
+                       "{micro}: accumulation never builds the whole batch (it is what does not fit in memory); run "
+                       "each micro-batch through the model on its own.").format(
+                           rows=counted.get("batch_rows"), micro=counted.get("micro_rows")))
+        if counted is not None and not (counted.get("backward_calls") == counted.get("passes")
+                                        == counted.get("micro_batches")):
+            return (tr("the weight is right, but only {backward} of your {passes} backward passes each went through "
+                       "one micro-batch, for {micro} micro-batches: accumulation means one backward per micro-batch "
+                       "(a batch that fits in memory), adding up the gradients before each step.").format(
+                           backward=counted.get("backward_calls"), passes=counted.get("passes"),
+                           micro=counted.get("micro_batches")))
         return None
     return (tr("after your steps the weight differs from what the same number of steps on the concatenated "
            "micro-batches gives."))
@@ -362,14 +430,16 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
     checkpoint is written (``torch.save``), everything the run built in memory is lost (each module,
     optimizer, generator and tensor made during the run so far is scrambled, and so is torch's global
     generator), so only what is rebuilt and what ``load`` reads back counts. Counts the checkpoints
-    written and read back (``torch.load``). Torch's global random state is the caller's again after."""
+    written and read back (``torch.load``), and the optimizer steps and backward passes of the whole
+    run: one each per step, so a ``load`` that trains the first steps again (recomputing instead of
+    restoring) shows. Torch's global random state is the caller's again after."""
     import gc
     import secrets
 
     kinds = (torch.nn.Module, torch.optim.Optimizer, torch.Generator, torch.Tensor)
     before: set[int] = set()
-    log = {"saves": 0, "loads": 0}
-    real_save, real_load = torch.save, torch.load
+    log = {"saves": 0, "loads": 0, "optimizer_steps": 0, "backward_calls": 0, "num_steps": args[1] if len(args) > 1 else None}
+    real_save, real_load, real_backward = torch.save, torch.load, torch.autograd.backward
 
     def lose_memory() -> None:
         with torch.no_grad():
@@ -400,14 +470,23 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
         log["loads"] += 1
         return real_load(*a, **k)
 
+    def backward(*a, **k):
+        log["backward_calls"] += 1
+        return real_backward(*a, **k)
+
+    def stepped(*_):
+        log["optimizer_steps"] += 1
+
     with torch.random.fork_rng(devices=[]):
         # what exists now (the caller's, and the state fork_rng puts back) is not the run's
         before.update(id(o) for o in gc.get_objects() if issubclass(type(o), kinds))
-        torch.save, torch.load = save, load
+        torch.save, torch.load, torch.autograd.backward = save, load, backward
+        hook = register_optimizer_step_post_hook(stepped)
         try:
             got = answer(*args, **kwargs)
         finally:
-            torch.save, torch.load = real_save, real_load
+            torch.save, torch.load, torch.autograd.backward = real_save, real_load, real_backward
+            hook.remove()
     return {"returned": got, **log}
 
 
@@ -417,6 +496,11 @@ def _compare_resume(got: Any, expected: dict) -> str | None:
             return (tr("your run never wrote and read back a checkpoint: at step crash_at it must save (torch.save), "
                    "start over from a fresh model, optimizer and generators, and load (torch.load), as the snippet "
                    "does."))
+        steps = got.get("num_steps")
+        if isinstance(steps, int) and (got.get("optimizer_steps", steps) > steps or got.get("backward_calls", steps) > steps):
+            return (tr("your run took {optimizer} optimizer steps and {backward} backward passes for {steps} steps: "
+                       "load must restore the state the checkpoint holds, not recompute it by training again.").format(
+                           optimizer=got.get("optimizer_steps"), backward=got.get("backward_calls"), steps=steps))
         got = got["returned"]
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return tr("return the pair (losses, final weight), as the snippet does.")

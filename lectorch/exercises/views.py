@@ -59,6 +59,7 @@ register(
             "lectorch.views.contiguous_strides",
             "lectorch.views.describe_view",
             "lectorch.views.element_offset",
+            "lectorch.views.Layout",
         ),
         no_tensors=True,
         hint=(("start from the strides of a fresh (row-major) tensor of that shape: each is the "
@@ -92,7 +93,8 @@ register(
         rtol=_STORAGE_INDEX.rtol,
         refuse_what="the storage index",
         no_tensors=True,
-        refuse=("lectorch.views.element_offset", "lectorch.views.describe_view", "lectorch.views.contiguous_strides"),
+        refuse=("lectorch.views.element_offset", "lectorch.views.describe_view", "lectorch.views.contiguous_strides",
+                "lectorch.views.Layout"),
         hint=("where does y[0, 0] live? That is y's storage offset.",
               "a step in a slice multiplies that dim's stride; then offset + i·stride[0] + j·stride[1]."),
         slips={
@@ -172,7 +174,7 @@ register(
         no_tensors=True,
         hint=("indexing, slicing, .T and .view never copy: they only write new metadata.",
               (".contiguous() and .reshape copy only when the strides force them to; element-wise "
-              "ops always write a new tensor. Test each with untyped_storage().data_ptr()."),
+              "ops always write a new tensor. Decide each from the strides, as the chapter does."),
               ("a dim of size 1 has no stride that matters: which shapes make x.T contiguous already? "
                "And when do the strides (cols, 2) of x[:, ::2] merge into one?")),
     )
@@ -215,7 +217,8 @@ register(
         compare=compare_layout,
         refuse_what="the strides",
         no_tensors=True,
-        refuse=("lectorch.views.contiguous_strides", "lectorch.views.describe_view", "lectorch.views.element_offset"),
+        refuse=("lectorch.views.contiguous_strides", "lectorch.views.describe_view", "lectorch.views.element_offset",
+                "lectorch.views.Layout"),
         hint=("first write x's strides; .permute(3, 1, 0, 2) reorders them (it computes nothing new).",
               ("a step k multiplies that dim's stride by k; a start s adds s·stride to the offset; "
               "an integer index adds index·stride to the offset and removes the dim.")),
