@@ -22,7 +22,7 @@ prose is translated. This extension:
    :func:`control_labels` list (``tools/i18n.py update`` extracts them);
 6. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
    the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
-   translation uses (``vendor/fonts/``, made by ``tools/i18n.py font``).
+   translation uses (``tools/i18n_static/fonts/``, made by ``tools/i18n.py font``).
 """
 
 from __future__ import annotations
