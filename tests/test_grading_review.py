@@ -507,7 +507,7 @@ def test_train_accumulate_must_run_one_backward_per_micro_batch():
 # ------------------------------------------------------------------- through the real grader
 
 
-@pytest.mark.slow
+@pytest.mark.rehearsal  # the instructor grading a class of shortcuts: `make rehearse`
 @pytest.mark.skipif(not sandbox.bwrap_works(), reason="bubblewrap is not usable here")
 def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
     """No shortcut gets a silent pass (each fails or is "needs review" with its line), the reference

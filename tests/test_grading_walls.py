@@ -454,7 +454,7 @@ def _in_shard(prefix: str, shard: int, count: int = 2) -> str:
 
 
 @needs_bwrap
-@pytest.mark.slow
+@pytest.mark.rehearsal  # two graders, an attacker's class and an honest one, at once: `make rehearse`
 def test_two_graders_on_one_host(course, tmp_path):
     """Shard 1/2 grades an attacker holding 240 threads (inside its own pids limit) and filling its
     output folder; shard 2/2, at the same time, an honest class. Same slot numbers, same host: the
