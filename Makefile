@@ -156,8 +156,8 @@ test: $(STAMP) $(LAB_STAMP)
 
 # A user's whole paths run for real, minutes each (tests marked `rehearsal`): a fresh venv installed
 # from the built wheel, the GPU box's check dry-run, JupyterLab, DDP, a run killed three times, a
-# class graded in four shards, a class of shortcuts graded, two graders on one host, every student
-# notebook run from the top. CI runs it after `make test`.
+# class graded in four shards, a class of shortcuts graded, two graders on one host. CI runs it after
+# `make test`.
 rehearse: $(STAMP) $(LAB_STAMP)
 	$(BIN)/python -m pytest $(XDIST) -m rehearsal --durations=10
 

@@ -92,7 +92,7 @@ def student_kernel(student_dir):
     km.shutdown_kernel(now=True)
 
 
-@pytest.mark.rehearsal  # a student runs every chapter of the student edition from the top: `make rehearse`
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 def test_student_notebook_runs_and_every_check_says_not_implemented(chapter, student_dir, student_kernel, tmp_path):
     results = tmp_path / "results.jsonl"  # the student's own log (never trusted by the grader)
