@@ -830,7 +830,53 @@ def accumulated_training(weight, micro_batches, accumulation, lr=0.1):
             w = w - lr * w.grad
     return w.detach()
 """, None),
+    # honest, on copies of the inputs: a clone, and a float32 copy (fp32 arithmetic is in tolerance)
+    "honest, on a clone of each micro-batch": ("def accumulated_training(weight, micro_batches, accumulation, lr=0.1):"
+                                               + _LINEAR + """
+    batches = [(x.clone(), y.clone()) for x, y in micro_batches]
+    for s in range(0, len(batches), accumulation):
+        optimizer.zero_grad()
+        for x, y in batches[s:s + accumulation]:
+            (torch.nn.functional.cross_entropy(model(x), y) / accumulation).backward()
+        optimizer.step()
+    return model.weight.detach()
+""", None),
+    "honest, in float32": ("""
+def accumulated_training(weight, micro_batches, accumulation, lr=0.1):
+    w = weight.float().clone().requires_grad_()
+    for s in range(0, len(micro_batches), accumulation):
+        for x, y in micro_batches[s:s + accumulation]:
+            (torch.nn.functional.cross_entropy(x.float() @ w.T, y) / accumulation).backward()
+        with torch.no_grad():
+            w -= lr * w.grad
+        w.grad = None
+    return w.detach().double()
+""", None),
 }
+
+
+def test_train_accumulate_sees_a_whole_batch_shaped_like_the_weight():
+    """Two micro-batches of 4 rows and a weight of 8 × 8: the concatenated batch, its logits and
+    targets all have the weight's own shapes, and the batch is still one (its rows are the
+    inputs'); the honest answer's weight-shaped gradients and updates are not."""
+    import torch
+
+    from lectorch.exercises.train import accumulation_case, counted_accumulation
+
+    case = accumulation_case(7, features=8, classes=8, micro=4, accumulation=2, steps=2)
+    assert tuple(case.args[0].shape) == (8, 8) and all(len(x) == 4 for x, _ in case.args[1])
+    big, honest = {"torch": torch}, {"torch": torch}
+    exec(SHORTCUTS["train-accumulate in one big step"][2][0], big)
+    exec(ACCUMULATE["honest, rebinding the weight"][0], honest)
+    cheat = counted_accumulation(big["accumulated_training"], case.args, {})
+    fair = counted_accumulation(honest["accumulated_training"], case.args, {})
+    assert (cheat["batch_rows"], cheat["micro_rows"]) == (8, 4), cheat
+    assert fair["batch_rows"] == 4 and fair["backward_calls"] == fair["passes"] == 4, fair
+    from lectorch.exercises import get_exercise
+
+    message = get_exercise("train-accumulate").compare(cheat, fair["returned"])
+    assert message is not None and "a batch of 8 rows" in message, message
+    assert get_exercise("train-accumulate").compare(fair, fair["returned"]) is None
 
 
 @pytest.mark.parametrize("who", ACCUMULATE)
