@@ -692,7 +692,7 @@ def findings_in(notebook: Mapping, exercise: str, expr: str, spec: Mapping, help
 
 def kernel_cells() -> list[str] | None:
     """The cells this IPython kernel ran so far, as typed (cell ``k`` of the list is ``In [k+1]``),
-    or None outside IPython."""
+    or None outside IPython (or where cells run without history, as a test runner may)."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
     if shell is None:
@@ -769,6 +769,10 @@ def practice_review(exercise: Any, answer: Any, cells: list[str] | None = None) 
         notebook = {"cells": [{"cell_type": "code", "source": c} for c in cells]}
         program, found = findings_in(notebook, exercise.id, expr, spec, helpers_of(notebook, expr), last=True)
     if program is None or not program.found:
+        if str(getattr(answer, "__module__", "") or "").startswith("lectorch.exercises"):
+            # made by the checker's own helper from the student's code (``optimizer_trainer(MyRMSprop)``):
+            # its source is the helper's; the student's part is reviewed from the kernel's cells only
+            return [], ""
         source = _source_cells(answer, exercise.id)
         if source is None:
             return [], tr("The source of your answer could not be read, so its code was not reviewed as the "
