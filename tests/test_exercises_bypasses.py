@@ -39,7 +39,8 @@ def _const(value):
 
 
 def _refused(result, what):
-    return result.status == "failed" and (f"asks you to write {what} yourself" in result.message or
+    # refused while it runs; "needs review" where the review of its code finds the line too
+    return result.status in ("failed", "needs review") and (f"asks you to write {what} yourself" in result.message or
                                           f"asks for {what} without creating a tensor" in result.message)
 
 
@@ -97,7 +98,7 @@ def test_a_library_model_under_no_tensors_says_what_was_refused_and_why():
 
     reset_attempts("train-ckpt-size")
     result = check("train-ckpt-size", count_by_building)
-    assert result.status == "failed", result
+    assert result.status == "needs review" and "lectorch.models.TinyLM" in result.message.split(". Its public")[0], result
     assert ("without creating a tensor: building lectorch.models.TinyLM (called by your function) uses "
             "torch.device, and every torch call is switched off") in result.message
     assert "plain Python" in result.message and "device string" not in result.message
@@ -261,7 +262,7 @@ def test_honest_timer_passes_and_introspection_fails():
 
     assert not check("flops-honest-timer", peek).passed
     result = check("flops-honest-timer", peek_closure)
-    assert result.status in ("failed", "error") and not result.passed
+    assert result.status == "needs review" and "`.__closure__` reads a function's closure" in result.message
 
     def plain_mean(fn, sync, clock, warmup=3, trials=7):
         for _ in range(warmup):

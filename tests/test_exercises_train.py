@@ -369,7 +369,10 @@ def test_a_doubled_rate_is_named_as_found_without_a_rule():
     message = ex._compare_lr(2e-3 * 0.5, {"max_lr": 1e-3, "lr_over_max": 0.5})
     assert message == "0.001 is twice the schedule's rate at this step."
     result = check("train-lr-at-step", doubled)
-    assert result.status == "failed" and "twice the schedule's rate" in result.message and "cos" not in result.message
+    # the review flags the grader's torch schedule this test borrows; the cases' verdict follows it
+    cases = result.message.split("Its public cases: ")[-1]
+    assert result.status == "needs review" and cases.startswith("failed")
+    assert "twice the schedule's rate" in cases and "cos" not in cases
 
 
 def test_get_batch_practises_a_batch_of_one():

@@ -287,6 +287,38 @@ RED_TEAM = {
         "                              weight_decay=weight_decay, eps=eps, maximize=False), z)[1]\n"
         "    torch.zeros(1).apply_(run)\n"
         "    return p, m, v"), ".apply_("),
+    # a third fresh red team: graded "needs review", while the practice check said ✅ (numpy in the
+    # "no tensors" exercises, an unlisted helper, routines of the same purpose)
+    "strides read off a numpy array": ("views-transpose-strides", (
+        "import numpy as np\n"
+        "def transposed_strides(shape, dim0, dim1):\n"
+        "    s = list(np.empty(shape, dtype=np.int8).strides)\n"
+        "    s[dim0], s[dim1] = s[dim1], s[dim0]\n"
+        "    return tuple(s)"), "np.empty(shape"),
+    "a storage index from np.ravel_multi_index": ("views-storage-index", (
+        "import numpy as np\n"
+        "def storage_index(shape, row_start, col_start, col_step, i, j):\n"
+        "    return int(np.ravel_multi_index((row_start + i, col_start + j * col_step), shape))"),
+        "np.ravel_multi_index"),
+    "a permuted layout from numpy transposes": ("views-permute-slice", (
+        "import numpy as np\n"
+        "def permute_slice_layout(shape):\n"
+        "    a = np.empty(shape, dtype=np.int8).transpose(3, 1, 0, 2)[::2, 1:, :, 1]\n"
+        "    return a.strides, 0"), "np.empty(shape"),
+    "the FLOPs from lectorch.flops.forward_flops": ("flops-mfu-from-time", (
+        "import lectorch.flops\n"
+        "def matmul_mfu(B, D, K, seconds, peak_flops_per_s):\n"
+        "    return lectorch.flops.forward_flops(B, D * K) / seconds / peak_flops_per_s"), "forward_flops"),
+    "log-softmax folded with torch.logaddexp": ("precision-log-softmax", (
+        "import functools, torch\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float()\n"
+        "    lse = functools.reduce(torch.logaddexp, x.unbind(-1))\n"
+        "    return x - lse.unsqueeze(-1)"), "torch.logaddexp"),
+    "log-softmax through torch.sparse": ("precision-log-softmax", (
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    return torch.sparse.log_softmax(logits.float().to_sparse(), -1).to_dense()"), "torch.sparse.log_softmax"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -294,7 +326,8 @@ RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "My
                  "device-allocated-peak": "predict_readings", "views-transpose-strides": "transposed_strides",
                  "views-storage-index": "storage_index", "views-permute-slice": "permute_slice_layout",
                  "scale-ckpt-time": "ckpt_time_ratio", "backprop-time-ratio": "backward_ratio",
-                 "init-variant-params": "variant_params", "precision-log-softmax": "log_softmax"}
+                 "init-variant-params": "variant_params", "precision-log-softmax": "log_softmax",
+                 "flops-mfu-from-time": "matmul_mfu"}
 
 
 @pytest.mark.parametrize("who", RED_TEAM)
@@ -409,6 +442,99 @@ def test_more_spellings_are_found_with_their_line(who):
     nb = notebook_of("precision-log-softmax", [source])
     found = findings_of(nb, "precision-log-softmax", "log_softmax")
     assert any(piece in f.text and f.cell == 2 for f in found), [f.describe() for f in found]
+
+
+#: every row the grader flags, as (exercise, the cells before the check, the answer's expression)
+FLAGGED = {
+    **{f"shortcut: {who}": (ex_id, cells, EXPR[ex_id]) for who, (ex_id, _, cells, piece) in SHORTCUTS.items()
+       if piece != "-"},
+    **{f"spelling: {who}": ("precision-log-softmax", [source], "log_softmax") for who, (source, _) in SPELLINGS.items()},
+    **{f"red team: {who}": (ex_id, [source], RED_TEAM_EXPR[ex_id]) for who, (ex_id, source, _) in RED_TEAM.items()},
+}
+
+
+def practice_findings(ex_id: str, cells: list[str], expr: str) -> list[review.Finding]:
+    """What the practice check's review finds when the kernel ran ``cells`` then the check."""
+    from lectorch.exercises import get_exercise
+    from lectorch.exercises.review import practice_review
+
+    found, note = practice_review(get_exercise(ex_id), None, [*cells, f'import lectorch\nlectorch.check("{ex_id}", {expr})'])
+    assert not note
+    return found
+
+
+@pytest.mark.parametrize("who", FLAGGED)
+def test_the_practice_check_flags_what_the_grader_flags_with_the_same_finding(who):
+    """One engine: the kernel's cells (the notebook's code cells, run in order) give the practice
+    check the findings the grader reads in the notebook file, with the same lines, texts and
+    reasons (the grader counts the notebook's markdown title as cell 1)."""
+    ex_id, cells, expr = FLAGGED[who]
+    graded = findings_of(notebook_of(ex_id, cells, expr), ex_id, expr)
+    practised = practice_findings(ex_id, cells, expr)
+    assert graded, who
+    assert [(f.cell - 1, f.line, f.text, f.why) for f in graded] == [(f.cell, f.line, f.text, f.why) for f in practised]
+    shifted = [review.Finding(f.cell + 1, f.line, f.text, f.why) for f in practised]
+    assert review.summary(shifted) == review.summary(graded)
+
+
+class _Shell:
+    """The part of an IPython shell the practice check reads: the cells run so far, as typed."""
+
+    def __init__(self, cells: list[str]):
+        self.history_manager = type("History", (), {"input_hist_raw": ["", *cells]})()
+
+
+@pytest.mark.parametrize("who", ["red team: strides read off a numpy array", "red team: log-softmax through torch.sparse"])
+def test_lectorch_check_in_a_kernel_says_needs_review_as_the_grade_does(who, monkeypatch):
+    """Round 3's rows passed every public case, and the notebook said ✅: now the check reads the
+    kernel's cells and says what the grade says, with the line, never ✅."""
+    import types
+
+    ex_id, cells, expr = FLAGGED[who]
+    call = f'import lectorch\nlectorch.check("{ex_id}", {expr})'
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = lambda: _Shell([*cells, call])
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    space: dict = {}
+    exec(cells[0], space)
+    result = check(ex_id, space[expr])
+    graded = findings_of(notebook_of(ex_id, cells, expr), ex_id, expr)
+    practised = practice_findings(ex_id, cells, expr)
+    assert result.status == "needs review" == review.verdict("passed", "Correct.", graded)[0], result
+    assert result.message.startswith(review.summary(practised) + ". Its public cases: passed (Correct: "), result
+    assert practised[0].text == graded[0].text and result.message.startswith("needs review: cell 1, line ")
+
+
+def test_outside_ipython_the_check_reviews_the_function_s_source():
+    import numpy as np
+
+    def transposed_strides(shape, dim0, dim1):
+        s = list(np.empty(shape, dtype=np.int8).strides)
+        s[dim0], s[dim1] = s[dim1], s[dim0]
+        return tuple(s)
+
+    result = check("views-transpose-strides", transposed_strides)
+    assert result.status == "needs review" and "np.empty(shape" in result.message, result
+    space: dict = {}
+    exec("def storage_index(shape, row_start, col_start, col_step, i, j):\n"
+         "    return (row_start + i) * shape[1] + col_start + j * col_step", space)
+    result = check("views-storage-index", space["storage_index"])  # no source: said, and judged by its cases
+    assert result.passed and "could not be read" in result.message, result
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+def test_the_honest_solutions_pass_the_practice_review(chapter):
+    """Run in a kernel from the top, each check of the reference chapter sees the cells before it:
+    no finding, no note."""
+    nb = grading.read_notebook_json(chapter)
+    cells = [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+             for c in nb["cells"] if c.get("cell_type") == "code"]
+    for ex_id, expr in grading.check_calls(nb):
+        upto = next(i for i, c in enumerate(cells) if f'"{ex_id}"' in c and "check(" in c)
+        from lectorch.exercises import get_exercise
+        from lectorch.exercises.review import practice_review
+
+        assert practice_review(get_exercise(ex_id), None, cells[:upto + 1]) == ([], ""), ex_id
 
 
 def test_a_copy_made_in_an_earlier_cell_is_not_in_the_fresh_program_s_reach():
@@ -704,7 +830,53 @@ def accumulated_training(weight, micro_batches, accumulation, lr=0.1):
             w = w - lr * w.grad
     return w.detach()
 """, None),
+    # honest, on copies of the inputs: a clone, and a float32 copy (fp32 arithmetic is in tolerance)
+    "honest, on a clone of each micro-batch": ("def accumulated_training(weight, micro_batches, accumulation, lr=0.1):"
+                                               + _LINEAR + """
+    batches = [(x.clone(), y.clone()) for x, y in micro_batches]
+    for s in range(0, len(batches), accumulation):
+        optimizer.zero_grad()
+        for x, y in batches[s:s + accumulation]:
+            (torch.nn.functional.cross_entropy(model(x), y) / accumulation).backward()
+        optimizer.step()
+    return model.weight.detach()
+""", None),
+    "honest, in float32": ("""
+def accumulated_training(weight, micro_batches, accumulation, lr=0.1):
+    w = weight.float().clone().requires_grad_()
+    for s in range(0, len(micro_batches), accumulation):
+        for x, y in micro_batches[s:s + accumulation]:
+            (torch.nn.functional.cross_entropy(x.float() @ w.T, y) / accumulation).backward()
+        with torch.no_grad():
+            w -= lr * w.grad
+        w.grad = None
+    return w.detach().double()
+""", None),
 }
+
+
+def test_train_accumulate_sees_a_whole_batch_shaped_like_the_weight():
+    """Two micro-batches of 4 rows and a weight of 8 × 8: the concatenated batch, its logits and
+    targets all have the weight's own shapes, and the batch is still one (its rows are the
+    inputs'); the honest answer's weight-shaped gradients and updates are not."""
+    import torch
+
+    from lectorch.exercises.train import accumulation_case, counted_accumulation
+
+    case = accumulation_case(7, features=8, classes=8, micro=4, accumulation=2, steps=2)
+    assert tuple(case.args[0].shape) == (8, 8) and all(len(x) == 4 for x, _ in case.args[1])
+    big, honest = {"torch": torch}, {"torch": torch}
+    exec(SHORTCUTS["train-accumulate in one big step"][2][0], big)
+    exec(ACCUMULATE["honest, rebinding the weight"][0], honest)
+    cheat = counted_accumulation(big["accumulated_training"], case.args, {})
+    fair = counted_accumulation(honest["accumulated_training"], case.args, {})
+    assert (cheat["batch_rows"], cheat["micro_rows"]) == (8, 4), cheat
+    assert fair["batch_rows"] == 4 and fair["backward_calls"] == fair["passes"] == 4, fair
+    from lectorch.exercises import get_exercise
+
+    message = get_exercise("train-accumulate").compare(cheat, fair["returned"])
+    assert message is not None and "a batch of 8 rows" in message, message
+    assert get_exercise("train-accumulate").compare(fair, fair["returned"]) is None
 
 
 @pytest.mark.parametrize("who", ACCUMULATE)

@@ -4,7 +4,8 @@ Five rules hold for every exercise:
 
 - One verdict: the practice check (``check``) and the grader (``grading/judge.py``) judge through
   the same engine (``judge_value``, ``judge_cases``): the same case loop, statuses,
-  messages and tolerance. The practice check runs the public cases (the page's numbers and, for a
+  messages and tolerance, and the same review of the answer's code (``review``: a finding makes
+  the verdict "needs review" in the notebook as in the grade). The practice check runs the public cases (the page's numbers and, for a
   value or prediction asked as a function, practice settings that span the rule); the grader runs
   the public cases and hidden ones.
 - Feedback says *what* was wrong (and on which case), never the expected value, the algorithm, or
@@ -48,6 +49,8 @@ from typing import Any, Callable, Literal
 import torch
 
 from lectorch.exercises.refuse import refusing
+from lectorch.exercises.review import practice_review
+from lectorch.exercises.review import verdict as review_verdict
 from lectorch.exercises.seal import (Sealed, SealedNumber, how_far, practice_cases, stored_data, token_matches,
                                      tolerance_text, within)
 from lectorch.exercises.seal import _real as _as_real
@@ -61,9 +64,9 @@ RESULTS_ENV = "LECTORCH_RESULTS"
 #: of what the checker tests (tools/sphinx_lectorch.py), so the static page never says "Correct".
 CHECK_MIME = "application/vnd.lectorch.check+json"
 
-#: every status of a verdict: the practice check gives the first four; the grader also says
-#: "missing" (no answer in the notebook), "not reached" (the run stopped first), "not graded" (the
-#: notebook was refused) and "needs review" (its static review found a line to look at)
+#: every status of a verdict: the practice check gives the first four and "needs review" (the
+#: review of the answer's code found a line to look at); the grader also says "missing" (no answer
+#: in the notebook), "not reached" (the run stopped first) and "not graded" (the notebook was refused)
 Status = Literal["passed", "failed", "not implemented", "error", "missing", "not reached", "not graded",
                  "needs review"]
 STATUSES: tuple[str, ...] = Status.__args__
@@ -216,7 +219,7 @@ _REGISTRY: dict[str, Exercise] = {}
 _LOADED = False
 _FAILURES: dict[str, int] = {}
 _ORIGIN: dict[str, str] = {}
-_NOT_CHAPTERS = {"seal", "refuse", "sealed_cases"}
+_NOT_CHAPTERS = {"seal", "refuse", "review", "sealed_cases"}
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -296,9 +299,10 @@ def refusals() -> dict[str, dict]:
     >>> refusals()["optim-adamw-step"]["what"]
     'the AdamW update'
     """
-    return {ex_id: {"names": list(refused_names(ex)), "what": ex.refuse_what or ex.title,
-                    "no_tensors": ex.no_tensors, "allow": list(ex.allow)}
-            for ex_id, ex in exercises().items() if refused_names(ex) or ex.no_tensors}
+    from lectorch.exercises.review import spec_of
+
+    specs = {ex_id: spec_of(ex) for ex_id, ex in exercises().items()}
+    return {ex_id: spec for ex_id, spec in specs.items() if spec is not None}
 
 
 def get_exercise(exercise_id: str) -> Exercise:
@@ -342,6 +346,13 @@ def check(exercise_id: str, answer: Any, *, measured: float | None = None) -> Ch
     """
     ex = get_exercise(exercise_id)
     result = _check(ex, answer, measured)
+    if result.status != "not implemented":
+        # the grader's review of the same code, on the cells run so far: the two verdicts agree
+        findings, note = practice_review(ex, answer)
+        if findings:
+            result = CheckResult(ex.id, *review_verdict(result.status, result.message, findings, hidden=False))
+        elif note:
+            result = CheckResult(ex.id, result.status, f"{result.message} {note}")
     if result.status in ("failed", "error"):
         _FAILURES[ex.id] = _FAILURES.get(ex.id, 0) + 1
         nudge = ex.hints[min(_FAILURES[ex.id] - 2, len(ex.hints) - 1)] if _FAILURES[ex.id] >= 2 else None

@@ -214,21 +214,38 @@ ACCUMULATE_TOL = 64 * torch.finfo(torch.float32).eps
 
 class _Rows(torch.overrides.TorchFunctionMode):
     """Notes the most rows of any batch-like tensor a torch call returns: (n, D) inputs, (n, K)
-    logits, n targets; the weight's own shapes (K × D, D × K, K, D) are not batches."""
+    logits, n targets. A tensor of one of the weight's own shapes (K × D, D × K, K, D) is the
+    weight's (a gradient, an update), unless its rows are the micro-batches' input rows: a whole
+    batch that happens to have K rows."""
 
-    def __init__(self, weight_shape: tuple[int, int]) -> None:
+    def __init__(self, weight_shape: tuple[int, int], inputs: list[torch.Tensor]) -> None:
         super().__init__()
         k, d = weight_shape
+        self.d = d
         self.not_batches = {(k, d), (d, k), (k,), (d,)}
         self.trailing = {(d,), (k,), ()}
+        # the input rows as float64 tuples, also as rounded to float32 (an answer computing in fp32)
+        self.rows = {tuple(r) for x in inputs for dtype in (torch.float64, torch.float32)
+                     for r in x.detach().to(dtype).double().tolist()}
+        self.micro = max((len(x) for x in inputs), default=0)
         self.most = 0
+
+    def _batch(self, t: torch.Tensor) -> int:
+        """The rows of ``t`` if it is a batch, else 0 (called with this mode off)."""
+        if t.dim() < 1 or tuple(t.shape[1:]) not in self.trailing:
+            return 0
+        if tuple(t.shape) not in self.not_batches:
+            return int(t.shape[0])
+        if t.dim() == 2 and t.shape[1] == self.d and t.is_floating_point() and t.device.type != "meta":
+            same = sum(tuple(r) in self.rows for r in t.detach().double().tolist())
+            return same if same > self.micro else 0
+        return 0
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, (list, tuple)) else (out,):
-            if isinstance(t, torch.Tensor) and t.dim() >= 1 and tuple(t.shape) not in self.not_batches \
-                    and tuple(t.shape[1:]) in self.trailing:
-                self.most = max(self.most, int(t.shape[0]))
+            if isinstance(t, torch.Tensor):
+                self.most = max(self.most, self._batch(t))
         return out
 
 
@@ -264,7 +281,11 @@ def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
                     continue
                 if isinstance(saved, torch.Tensor) and saved.dim() == 2:
                     for k, x in enumerate(inputs):
-                        if k not in found and saved.shape == x.shape and torch.equal(saved.detach().to(x.dtype), x):
+                        # a copy counts (a clone, or a round trip through float32): compared in
+                        # float32 too, so a rounded copy matches the input it was made of
+                        if k not in found and saved.shape == x.shape and saved.dtype.is_floating_point \
+                                and (torch.equal(saved.detach(), x.to(saved.dtype))
+                                     or torch.equal(saved.detach().float(), x.float())):
                             found.add(k)
             todo += [n for n, _ in node.next_functions]
         return len(found)
@@ -284,7 +305,7 @@ def counted_accumulation(answer: Any, args: tuple, kwargs: dict) -> dict:
                 depth[0] -= 1
         return call
 
-    rows = _Rows(tuple(weight.shape))
+    rows = _Rows(tuple(weight.shape), inputs)
     torch.autograd.backward, torch.autograd.grad = counting(real[0], "tensors"), counting(real[1], "outputs")
     try:
         with rows:

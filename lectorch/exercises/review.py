@@ -1,0 +1,788 @@
+"""The review of an exercise's code: what it calls, and what it needs (one engine for the grade and
+the practice check).
+
+The grader reads each submission's notebook itself; ``lectorch.check`` reads the cells the kernel
+ran so far. Both build, with :func:`build`, the exercise's **program**: the statements before the
+check call that the answer needs (its definition, the imports and module-level names it uses, the
+helpers they call, transitively). Both then :func:`review` that program's AST: a reference to what
+the exercise forbids under any spelling visible in the source (aliases, ``from x import y as z``,
+attribute chains, the aten op, a numpy or scipy routine of the same name), and the escape hatches
+(threads and processes, ``torch._C``, ``torch.ops``, ``torch.overrides``, autograd's engine,
+``ctypes``, ``importlib``, ``eval`` and ``exec``, computed ``getattr``, ``types.FunctionType``,
+frames and code objects, names whose definition is not in the cells before the check).
+
+A finding names the cell, the line and its text; the grade is then "needs review", never a silent
+pass and never a silent zero, and the practice check says the same (:func:`verdict`). The practice
+check's review is feedback on code the student controls; the grade is decided by the grader's own
+read of the submitted file (``grading/review.py``).
+
+>>> nb = {"cells": [{"cell_type": "code", "source": "import torch as t\\nf = t.log_softmax"},
+...                 {"cell_type": "code", "source": "def log_softmax(x):\\n    return f(x, -1)"},
+...                 {"cell_type": "code", "source": 'lectorch.check("precision-log-softmax", log_softmax)'}]}
+>>> program = build(nb, "precision-log-softmax", "log_softmax")
+>>> [f.where() for f in review(program, ["torch.log_softmax"])]
+['cell 1, line 2', 'cell 2, line 2']
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from lectorch.i18n import tr
+
+#: names a notebook may use without defining them (the builtins)
+_BUILTINS = frozenset(dir(builtins))
+
+#: modules an exercise's code may import (and their submodules); anything else is for a human
+ALLOWED_MODULES = frozenset({
+    "torch", "numpy", "math", "cmath", "statistics", "fractions", "decimal", "functools", "itertools",
+    "operator", "collections", "dataclasses", "typing", "random", "time", "os", "tempfile", "pathlib",
+    "io", "json", "re", "string", "copy", "bisect", "heapq", "struct", "enum", "abc", "numbers",
+    "warnings", "contextlib", "einops", "lectorch", "__future__",
+})
+
+#: escape hatches: a reference to any of these (a dotted prefix) is a finding, in every exercise
+ESCAPES = {
+    "threading": "starts a thread", "_thread": "starts a thread", "concurrent": "starts a thread or process",
+    "multiprocessing": "starts a process", "subprocess": "starts a process", "asyncio": "runs an event loop",
+    "os.system": "starts a process", "os.popen": "starts a process", "os.fork": "starts a process",
+    "os.forkpty": "starts a process", "os.posix_spawn": "starts a process", "os.posix_spawnp": "starts a process",
+    "os.kill": "signals a process", "os.environ": "reads or sets the environment",
+    "ctypes": "calls native code", "cffi": "calls native code", "importlib": "imports by name",
+    "pickle": "unpickles code", "marshal": "loads code", "gc": "reaches objects through the garbage collector",
+    "inspect": "inspects frames or closures", "types.FunctionType": "copies a function",
+    "types.CodeType": "builds code", "types.LambdaType": "copies a function", "types.MethodType": "rebinds a function",
+    "types.ModuleType": "builds a module", "sys.modules": "reaches loaded modules", "sys._getframe": "reads frames",
+    "sys.settrace": "traces calls", "sys.setprofile": "traces calls", "sys.meta_path": "hooks imports",
+    "builtins": "reaches the builtins", "operator.attrgetter": "looks attributes up by name",
+    "operator.methodcaller": "calls methods by name",
+    "torch._C": "calls torch's C internals", "torch.ops": "calls an aten operator directly",
+    "torch._ops": "calls an aten operator directly", "torch.overrides": "switches torch-function modes",
+    "torch.library": "registers operators", "torch.utils.cpp_extension": "compiles native code",
+    "torch._dynamo": "compiles code", "torch.compile": "compiles code", "torch.jit": "compiles code",
+    "torch.autograd.graph": "reaches autograd's engine", "torch.autograd.Variable": "reaches autograd's engine",
+    "torch.autograd.function": "reaches autograd's engine",
+    "torch.utils.flop_counter": "counts FLOPs by running the code",
+    "torch.profiler": "measures the code by running it", "torch.autograd.profiler": "measures the code by running it",
+    "torch.autograd.profiler_util": "measures the code by running it",
+}
+_ESCAPE_OS = ("os.exec", "os.spawn")  # os.execv, os.spawnlp, ...
+
+#: builtins that run or reach code by name
+ESCAPE_BUILTINS = {
+    "eval": "evaluates a string as code", "exec": "executes a string as code", "compile": "compiles code",
+    "__import__": "imports by name", "globals": "reaches the module's namespace", "locals": "reaches a namespace",
+    "vars": "reaches a namespace", "breakpoint": "starts a debugger", "get_ipython": "reaches the kernel",
+    "memoryview": "reads raw memory",
+}
+
+#: attributes that reach code, frames or another function's internals
+ESCAPE_ATTRIBUTES = {
+    "__code__": "reads or swaps a function's code", "__closure__": "reads a function's closure",
+    "__globals__": "reads a function's globals", "__builtins__": "reaches the builtins",
+    "__subclasses__": "walks the class tree", "__wrapped__": "unwraps a library function",
+    "__func__": "unwraps a method", "__self__": "reaches a bound method's object",
+    "f_back": "reads frames", "f_globals": "reads frames", "f_locals": "reads frames", "gi_frame": "reads frames",
+    "tb_frame": "reads frames", "__dict__": "reaches an object's namespace", "__getattribute__": "looks attributes up by name",
+    "__setattr__": "sets attributes by name", "__delattr__": "deletes attributes by name",
+    "__spec__": "reloads a module", "__loader__": "reloads a module", "exec_module": "reloads a module",
+    "load_module": "reloads a module",
+    "_execution_engine": "calls autograd's engine", "run_backward": "calls autograd's engine",
+    "grad_fn": "walks autograd's graph", "next_functions": "walks autograd's graph",
+    "_pop_mode_temporarily": "switches torch-function modes", "DisableTorchFunction": "switches torch-function modes",
+    "apply_": "runs a Python callback inside a torch call", "map_": "runs a Python callback inside a torch call",
+    "map2_": "runs a Python callback inside a torch call",
+    "DisableTorchFunctionSubclass": "switches torch-function modes",
+}
+
+#: per exercise, routines of the same purpose a student may reach under another library's name
+#: (matched by the last name of any library path, or any method of that name)
+EQUIVALENTS = {
+    "precision-log-softmax": ("log_softmax", "logsumexp", "logcumsumexp", "logaddexp", "logaddexp2", "softmax",
+                              "log_softmax_backward_data", "LogSoftmax", "Softmax", "cross_entropy", "nll_loss",
+                              "CrossEntropyLoss", "NLLLoss", "softmin", "Softmin", "gumbel_softmax"),
+    "backprop-skip-grads": ("backward", "grad", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian",
+                            "grad_and_value", "vmap", "functional_call"),
+    "optim-adamw-step": ("adam", "adamw", "Adam", "AdamW", "_fused_adam", "_fused_adamw", "_fused_adam_",
+                         "_fused_adamw_"),
+    "optim-rmsprop": ("rmsprop", "RMSprop", "RMSProp"),
+    "optim-clip-grad-norm": ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_",
+                             "grad_norm", "_foreach_norm"),
+    "train-lr-at-step": ("cosine_lr", "cosine_schedule", "CosineSchedule", "CosineAnnealingLR", "LambdaLR",
+                         "OneCycleLR", "LRScheduler", "SequentialLR", "LinearLR", "get_lr", "get_last_lr"),
+    "train-get-batch": ("get_batch",),
+    "einsum-gqa-scores": ("scaled_dot_product_attention", "attention", "multi_head_attention_forward",
+                          "MultiheadAttention"),
+    # a formula of two numbers: numerical integration of the Gaussian (and the constants and exp
+    # that a hand-written one needs) reaches the tolerance without the derivation
+    "init-leaky-std": ("calculate_gain", "kaiming_normal_", "kaiming_uniform_", "init_std", "trapezoid", "trapz",
+                       "cumulative_trapezoid", "simpson", "simps", "quad", "romb", "romberg", "fixed_quad",
+                       "quadrature", "exp", "expm1", "exp2", "erf", "erfc", "e", "pi", "tau"),
+}
+#: random draws: in an exercise answered without tensors (a prediction, a formula) they are a
+#: simulation standing in for the reasoning
+_RANDOM = ("random", "numpy.random", "secrets", "os.urandom")
+#: exercises about autograd by hand: any reference into autograd or torch.func is a finding
+AUTOGRAD_BY_HAND = frozenset({"backprop-skip-grads"})
+_AUTOGRAD = ("torch.autograd", "torch.func", "functorch", "torch._functorch")
+
+#: library roots: a dotted path from one of them is the library's (never the student's)
+_LIBRARIES = ("torch", "numpy", "scipy", "jax", "lectorch", "einops", "math", "statistics", "sklearn", "tensorflow")
+
+#: the course package's names every exercise may use: the checker's entry point. Any other
+#: ``lectorch.*`` name computes a piece of some exercise's answer: a finding unless the exercise
+#: lists it (``Exercise.allow``)
+LECTORCH_ALLOWED = ("lectorch.check", "lectorch.get_device", "lectorch.__version__")
+
+#: what a "without creating a tensor" exercise may still reach in torch: dtypes and their facts
+_NO_TENSOR_OK = ("torch.finfo", "torch.iinfo", "torch.dtype", "torch.Size")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line the grader will not pass without a human: where it is, its text, and why."""
+
+    cell: int   # 1-based, counting every cell of the notebook (markdown too)
+    line: int   # 1-based, within the cell
+    text: str
+    why: str
+
+    def where(self) -> str:
+        """Where the line is: the notebook's cell (in a kernel, the run's ``In [n]``) and line."""
+        return tr("cell {cell}, line {line}").format(cell=self.cell, line=self.line)
+
+    def describe(self) -> str:
+        return tr("{where}: `{text}`: {why}").format(where=self.where(), text=self.text.strip()[:120], why=self.why)
+
+
+@dataclass
+class _Statement:
+    cell: int
+    node: ast.stmt
+    lines: list[str]
+    binds: set[str]
+    trusted: bool = False  # the grader's own (a helper of the check expression): not reviewed
+
+    @property
+    def replaces(self) -> set[str]:
+        """Names this statement binds afresh, whatever they held (so earlier bindings are dead)."""
+        n = self.node
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            return self.binds
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and getattr(n, "value", None) is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            out: set[str] = set()
+            for t in targets:
+                for e in ast.walk(t):
+                    if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store) and (
+                            t is e or isinstance(t, (ast.Tuple, ast.List))):
+                        out.add(e.id)
+            return out
+        return set()
+
+
+@dataclass
+class Program:
+    """The statements one exercise's answer needs, in notebook order, and what could not be found."""
+
+    exercise: str
+    expr: str
+    statements: list[_Statement] = field(default_factory=list)
+    unresolved: list[Finding] = field(default_factory=list)
+    found: bool = True        # False: no check call, or the answer's definition was not seen
+
+    def source(self) -> str:
+        """Python source of the statements, to run in a fresh process."""
+        return "\n\n".join(ast.unparse(s.node) for s in self.statements) + "\n"
+
+    def origins(self) -> list[list[int]]:
+        """(cell, line) of each statement of :meth:`source` in the notebook ((0, 0): the grader's
+        own), so that a statement that raises in the fresh process is named where the student wrote it."""
+        return [[s.cell, s.node.lineno if s.cell else 0] for s in self.statements]
+
+
+def _cell_text(cell: Mapping) -> str:
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    # IPython magics and shell escapes are not Python: blank them so the rest parses
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Names a top-level statement binds in the module namespace."""
+    found: set[str] = set()
+
+    def targets(t: ast.AST) -> None:
+        if isinstance(t, ast.Name):
+            found.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+        elif isinstance(t, ast.Starred):
+            targets(t.value)
+        elif isinstance(t, (ast.Attribute, ast.Subscript)):
+            root = t
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):  # x.a = ... or x[i] = ...: changes what x holds
+                found.add(root.id)
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(n.name)
+            return
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                found.add((a.asname or a.name).split(".")[0])
+            return
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                targets(t)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            targets(n.target)
+        elif isinstance(n, (ast.For, ast.AsyncFor)):
+            targets(n.target)
+        elif isinstance(n, (ast.With, ast.AsyncWith)):
+            for item in n.items:
+                if item.optional_vars is not None:
+                    targets(item.optional_vars)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            found.add(n.name)
+        elif isinstance(n, ast.NamedExpr):
+            targets(n.target)
+        elif isinstance(n, ast.Delete):
+            for t in n.targets:
+                targets(t)
+        elif isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return found
+
+
+def _local_names(node: ast.AST) -> set[str]:
+    """Every name bound anywhere inside ``node`` (parameters, targets, imports, nested defs)."""
+    found: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            found.add(n.id)
+        elif isinstance(n, ast.arg):
+            found.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            found.add(n.name)
+        elif isinstance(n, ast.MatchAs) and n.name:
+            found.add(n.name)
+    return found
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    """Names ``node`` reads that it does not bind itself (module globals or builtins)."""
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return used - (_local_names(node) - {node.name})
+    return used - (_local_names(node) - _bound_names(node))
+
+
+def _is_check_call(node: ast.AST, exercise: str) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and n.args:
+            func = n.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            first = n.args[0]
+            if name == "check" and isinstance(first, ast.Constant) and first.value == exercise:
+                return True
+    return False
+
+
+def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str] | None = None, *,
+          last: bool = False) -> Program:
+    """The program of ``exercise`` whose answer is ``expr`` (the reference chapter's expression).
+
+    ``helpers``: names of ``expr`` that are the grader's (e.g. ``optimizer_trainer`` of
+    ``optimizer_trainer(MyRMSprop)``), by the ``lectorch.exercises`` module they come from: the
+    program imports them itself, whatever the notebook binds to those names. ``last``: the program
+    is what precedes the *last* check call of ``exercise`` (a kernel's history, where a check may
+    have run several times), not the first (a notebook file, where it is written once)."""
+    program = Program(exercise, expr)
+    candidates: list[_Statement] = []
+    helpers = dict(helpers or {})
+    reached = 0  # how many candidates precede the check call (the first one, or the last)
+    for number, cell in enumerate(notebook.get("cells", []), start=1):
+        if not isinstance(cell, Mapping) or cell.get("cell_type") != "code":
+            continue
+        text = _cell_text(cell)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # it cannot run either
+        lines = text.splitlines()
+        for stmt in tree.body:
+            if _is_check_call(stmt, exercise):
+                reached = len(candidates) + 1
+                if not last:
+                    break
+                continue
+            candidates.append(_Statement(number, stmt, lines, _bound_names(stmt)))
+        if reached and not last:
+            break
+    candidates = candidates[:max(reached - 1, 0)]
+    if not reached:
+        program.found = False
+        return program
+    try:
+        wanted = _free_names(ast.parse(expr, mode="eval"))
+    except SyntaxError:
+        program.found = False
+        return program
+    chosen: set[int] = set()
+    seen: set[str] = set(helpers)
+    todo = sorted(wanted - set(helpers))
+    trusted = []
+    for name, module in sorted(helpers.items()):
+        if not module.startswith("lectorch.exercises") or not name.isidentifier():
+            raise ValueError(f"a helper must come from lectorch.exercises, got {module}:{name}")
+        node = ast.parse(f"from {module} import {name}").body[0]
+        trusted.append(_Statement(0, node, [], {name}, trusted=True))
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        binders = [i for i, s in enumerate(candidates) if name in s.binds]
+        last = [i for i in binders if name in candidates[i].replaces]
+        if last:  # bindings before the last fresh one are dead
+            binders = [i for i in binders if i >= last[-1]]
+        if not binders:
+            if name not in _BUILTINS:
+                program.unresolved.append(Finding(0, 0, name, f"uses `{name}`, whose definition the grader "
+                                                  "cannot see in the cells before the check"))
+            continue
+        for i in binders:
+            if i not in chosen:
+                chosen.add(i)
+                todo += sorted(_free_names(candidates[i].node) - seen)
+    if any(name in wanted for name in {f.text for f in program.unresolved}):
+        program.found = False
+    program.statements = trusted + [candidates[i] for i in sorted(chosen)]
+    located = []
+    for f in program.unresolved:  # the line that uses the name, when the program has one
+        use = next(((st, n) for st in program.statements if not st.trusted for n in ast.walk(st.node)
+                    if isinstance(n, ast.Name) and n.id == f.text), None)
+        if use is None:
+            located.append(Finding(0, 0, f.text, f.why))
+        else:
+            at = _line(*use)
+            located.append(Finding(at.cell, at.line, at.text, f.why))
+    program.unresolved = located
+    return program
+
+
+def helpers_of(reference: Mapping, expr: str) -> dict[str, str]:
+    """The names of ``expr`` that the reference chapter imports from ``lectorch.exercises``."""
+    try:
+        names = _free_names(ast.parse(expr, mode="eval"))
+    except SyntaxError:
+        return {}
+    found: dict[str, str] = {}
+    for cell in reference.get("cells", []):
+        if not isinstance(cell, Mapping) or cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_cell_text(cell))
+        except (SyntaxError, ValueError):
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("lectorch.exercises"):
+                for a in n.names:
+                    if (a.asname or a.name) in names and not a.asname:
+                        found[a.name] = n.module
+    return found
+
+
+# --------------------------------------------------------------------------------- the review
+
+
+class _Aliases:
+    """What each name of the program stands for, as a dotted library path (imports and plain
+    assignments of library paths, anywhere in the program)."""
+
+    def __init__(self, nodes: Iterable[ast.AST]):
+        self.paths: dict[str, str] = {}
+        assigns = []
+        for root in nodes:
+            for n in ast.walk(root):
+                if isinstance(n, ast.Import):
+                    for a in n.names:
+                        if a.asname:
+                            self.paths[a.asname] = a.name
+                        else:
+                            top = a.name.split(".")[0]
+                            self.paths[top] = top
+                elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                    for a in n.names:
+                        self.paths[a.asname or a.name] = f"{n.module}.{a.name}"
+                elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                    assigns.append(n)
+        for _ in range(3):  # x = torch.nn; f = x.functional: a few rounds settle chains
+            for n in assigns:
+                path = self.dotted(n.value)
+                if path and n.targets[0].id not in self.paths:
+                    self.paths[n.targets[0].id] = path
+
+    def dotted(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.paths.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+
+def _canonical(path: str) -> str:
+    for short, long in (("np.", "numpy."), ("F.", "torch.nn.functional."), ("nn.", "torch.nn.")):
+        if path.startswith(short):
+            return long + path[len(short):]
+    return path
+
+
+def _library(path: str) -> bool:
+    return path.split(".")[0] in _LIBRARIES
+
+
+def _lookup(path: str) -> Any:
+    """The object a dotted library path names in the grader's own process, or None. Only modules
+    already imported here are walked (a student's dotted name never makes the grader import)."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:cut]))
+        if module is None:
+            continue
+        obj = module
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except Exception:  # noqa: BLE001 - a name the library lacks
+            return None
+        return obj
+    return None
+
+
+class _Forbidden:
+    def __init__(self, exercise: str, names: Iterable[str], no_tensors: bool, allowed: Iterable[str] = ()):
+        self.exercise = exercise
+        self.paths = tuple(names)
+        self.no_tensors = no_tensors
+        self.allowed = (*LECTORCH_ALLOWED, *allowed)
+        self.objects: dict[int, str] = {}
+        for name in self.paths:
+            obj = _lookup(name)
+            if obj is not None:
+                self.objects[id(obj)] = name
+        # the last names of library routines, matched under any library path or as a method
+        self.last: set[str] = {n.rsplit(".", 1)[-1] for n in self.paths if not n.startswith("lectorch.exercises.")}
+        self.last |= set(EQUIVALENTS.get(exercise, ()))
+        self.last |= {n.lstrip("_") for n in self.last if n.startswith("_")}
+
+    def path(self, path: str) -> str | None:
+        """Why a reference to library path ``path`` is forbidden, or None."""
+        path = _canonical(path)
+        for name in self.paths:
+            if path == name or path.startswith(name + "."):
+                return f"uses {name}, which this exercise asks you to write yourself"
+        if path.startswith("lectorch.exercises"):
+            return "reaches into the checker (lectorch.exercises)"
+        if self.exercise in AUTOGRAD_BY_HAND and path.startswith(_AUTOGRAD):
+            return "reaches autograd, in an exercise of gradients by hand"
+        if (path == "lectorch" or path.startswith("lectorch.")) and not any(
+                path == a or path.startswith(a + ".") for a in self.allowed):
+            return (f"uses {path}: the course's helpers compute pieces of the exercises' answers; this "
+                    "exercise asks for your own code")
+        obj = _lookup(path)
+        if obj is not None and id(obj) in self.objects:
+            return f"uses {self.objects[id(obj)]} (as {path}), which this exercise asks you to write yourself"
+        if _library(path):
+            for part in path.split(".")[1:]:
+                if part in self.last or part.lstrip("_") in self.last:
+                    return f"uses {path}, which does what this exercise asks you to write"
+        return None
+
+
+    def random(self, path: str) -> str | None:
+        """Why a reference to ``path`` is a simulation in this exercise, or None."""
+        path = _canonical(path)
+        if self.no_tensors and any(path == r or path.startswith(r + ".") for r in _RANDOM):
+            return f"uses {path}: random draws simulate what this exercise asks you to reason out"
+        return None
+
+
+def _line(statement: _Statement, node: ast.AST) -> Finding:
+    line = getattr(node, "lineno", statement.node.lineno)
+    text = statement.lines[line - 1] if 0 < line <= len(statement.lines) else ""
+    return Finding(statement.cell, line, text, "")
+
+
+def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool = False,
+           allowed: Iterable[str] = ()) -> list[Finding]:
+    """The findings of ``program``'s statements (one per line and reason), in notebook order.
+    ``allowed``: the ``lectorch`` names the exercise lets its answer use (any other is a finding)."""
+    rules = _Forbidden(program.exercise, forbidden, no_tensors, allowed)
+    aliases = _Aliases(s.node for s in program.statements)
+    findings: list[Finding] = list(program.unresolved)
+    seen: set[tuple[int, int, str]] = set()
+
+    def add(statement: _Statement, node: ast.AST, why: str) -> None:
+        f = _line(statement, node)
+        key = (f.cell, f.line, why)
+        if key not in seen:
+            seen.add(key)
+            findings.append(Finding(f.cell, f.line, f.text, why))
+
+    for statement in program.statements:
+        if statement.trusted:
+            continue
+        called = {id(n.func) for n in ast.walk(statement.node) if isinstance(n, ast.Call)}
+        parents: dict[int, ast.AST] = {}
+        for n in ast.walk(statement.node):
+            for child in ast.iter_child_nodes(n):
+                parents[id(child)] = n
+        for node in ast.walk(statement.node):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                           else [f"{node.module}.{a.name}" for a in node.names] if node.module and not node.level
+                           else ["(a relative import)"])
+                for module in modules:
+                    top = module.split(".")[0]
+                    why = _escape(module) or (rules.path(module) if module.startswith("lectorch.exercises") else None)
+                    why = why or rules.random(module)
+                    if why:
+                        add(statement, node, why)
+                    elif top not in ALLOWED_MODULES:
+                        add(statement, node, f"imports {module}, which the grader does not expect in this exercise")
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if node.id in ESCAPE_BUILTINS and node.id not in aliases.paths:
+                    add(statement, node, f"`{node.id}` {ESCAPE_BUILTINS[node.id]}")
+                elif node.id in ("getattr", "setattr", "delattr", "hasattr") and id(node) in called:
+                    call = parents.get(id(node))
+                    if isinstance(call, ast.Call) and (len(call.args) < 2 or not isinstance(call.args[1], ast.Constant)):
+                        add(statement, node, f"`{node.id}` with a computed name looks attributes up by name")
+                    elif isinstance(call, ast.Call):  # getattr(torch, "log_softmax"): the same as torch.log_softmax
+                        attr = str(call.args[1].value)
+                        base = aliases.dotted(call.args[0])
+                        why = (_escape(f"{base}.{attr}") or rules.path(f"{base}.{attr}")) if base else None
+                        if why is None and (attr in ESCAPE_ATTRIBUTES or attr in rules.last
+                                            or attr.lstrip("_") in rules.last):
+                            why = f"`{node.id}` reaches .{attr}"
+                        if why is None and node.id in ("setattr", "delattr") and base and _library(_canonical(base)):
+                            why = f"changes the library ({base}.{attr})"
+                        if why:
+                            add(statement, node, why)
+            if isinstance(node, ast.Attribute):
+                if node.attr in ESCAPE_ATTRIBUTES:
+                    add(statement, node, f"`.{node.attr}` {ESCAPE_ATTRIBUTES[node.attr]}")
+                    continue
+                if isinstance(parents.get(id(node)), ast.Attribute):
+                    continue  # judged as part of the longest chain
+            if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+                continue
+            if isinstance(node, ast.Name) and isinstance(parents.get(id(node)), ast.Attribute):
+                continue
+            path = aliases.dotted(node)
+            if path is None:
+                # a method of an unknown object (a tensor, type(x)...): forbidden by its name
+                if isinstance(node, ast.Attribute) and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
+                    add(statement, node, f"uses .{node.attr}, which does what this exercise asks you to write")
+                continue
+            why = _escape(path) or rules.path(path) or rules.random(path)
+            if why is None and rules.no_tensors and _canonical(path).split(".")[0] in ("torch", "numpy") \
+                    and id(node) in called and not _canonical(path).startswith(_NO_TENSOR_OK):
+                why = f"calls {path}: this exercise asks for the answer without creating a tensor"
+            if why is None and isinstance(node, ast.Attribute) \
+                    and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
+                why = f"uses {path}, which does what this exercise asks you to write"
+            if why:
+                add(statement, node, why)
+        # assignments into a library (torch.x = ..., np.y = ...)
+        for node in ast.walk(statement.node):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute):
+                        path = aliases.dotted(t.value)
+                        if path and _library(_canonical(path)):
+                            add(statement, node, f"changes the library ({path}.{t.attr})")
+    findings.sort(key=lambda f: (f.cell, f.line))
+    return findings
+
+
+def _escape(path: str) -> str | None:
+    path = _canonical(path)
+    for prefix, why in ESCAPES.items():
+        if path == prefix or path.startswith(prefix + "."):
+            return f"{path} {why}"
+    if path.startswith(_ESCAPE_OS):
+        return f"{path} starts a process"
+    parts = path.split(".")
+    if parts[0] == "torch" and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
+        return f"{path} is a private torch internal"
+    return None
+
+
+def summary(findings: list[Finding], limit: int = 3) -> str:
+    """The findings as one message (the first ``limit``, and how many more)."""
+    shown = "; ".join(f.describe() if f.cell else f.why for f in findings[:limit])
+    more = tr(" (and {n} more)").format(n=len(findings) - limit) if len(findings) > limit else ""
+    return tr("needs review: {findings}{more}").format(findings=shown, more=more)
+
+
+#: the status of an exercise whose code has a finding (the grade's and the practice check's)
+NEEDS_REVIEW = "needs review"
+
+
+def verdict(status: str, message: str, findings: list[Finding], *, hidden: bool = True) -> tuple[str, str]:
+    """The verdict of a reviewed exercise: its cases' verdict, unless its code has a finding. The
+    grader judges the hidden cases (``hidden``), the practice check the public ones; the words are
+    the same (the grade's table cuts the cases' message short).
+
+    >>> verdict("passed", "Correct.", [Finding(2, 3, "t = threading.Thread(...)", "starts a thread")], hidden=False)
+    ('needs review', 'needs review: cell 2, line 3: `t = threading.Thread(...)`: starts a thread. Its public cases: passed (Correct.)')
+    """
+    if not findings:
+        return status, message
+    text = (tr("{summary}. Its hidden cases: {status} ({message})") if hidden
+            else tr("{summary}. Its public cases: {status} ({message})"))
+    return NEEDS_REVIEW, text.format(summary=summary(findings), status=status,
+                                     message=message[:160] if hidden else message)
+
+
+def spec_of(exercise: Any) -> dict | None:
+    """What the review of ``exercise`` (an ``Exercise``) judges by: the routines it forbids, whether
+    it is answered without tensors, the ``lectorch`` helpers it allows; None when it forbids nothing
+    (its code is not reviewed). The grader receives the same, as data (``refusals()``)."""
+    from lectorch.exercises import refused_names
+
+    names = refused_names(exercise)
+    if not names and not exercise.no_tensors:
+        return None
+    return {"names": list(names), "what": exercise.refuse_what or exercise.title,
+            "no_tensors": exercise.no_tensors, "allow": list(exercise.allow)}
+
+
+def findings_in(notebook: Mapping, exercise: str, expr: str, spec: Mapping, helpers: Mapping[str, str] | None = None,
+                *, last: bool = False) -> tuple[Program, list[Finding]]:
+    """The program of ``exercise``'s answer ``expr`` in ``notebook``, and its review under ``spec``
+    (:func:`spec_of`): the one build and review the grade and the practice check both run."""
+    program = build(notebook, exercise, expr, helpers, last=last)
+    return program, review(program, spec.get("names", ()), no_tensors=spec.get("no_tensors", False),
+                           allowed=spec.get("allow", ()))
+
+
+# ----------------------------------------------------------------------- in the student's kernel
+
+
+def kernel_cells() -> list[str] | None:
+    """The cells this IPython kernel ran so far, as typed (cell ``k`` of the list is ``In [k+1]``),
+    or None outside IPython (or where cells run without history, as a test runner may)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None:
+        return None
+    raw = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    if raw is None:
+        raw = getattr(shell, "user_ns", {}).get("In")
+    return [str(c) for c in raw[1:]] if raw else None  # In[0] is IPython's empty placeholder
+
+
+def _answer_expr(cells: list[str], exercise: str) -> str | None:
+    """The answer expression of the last check call of ``exercise`` in ``cells`` (as written)."""
+    for text in reversed(cells):
+        try:
+            tree = ast.parse(_cell_text({"source": text}))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_check_call(n, exercise)]
+        for call in reversed(calls):
+            answer = call.args[1] if len(call.args) > 1 else next(
+                (k.value for k in call.keywords if k.arg == "answer"), None)
+            if answer is not None:
+                return ast.unparse(answer)
+    return None
+
+
+def _source_cells(answer: Any, exercise: str) -> list[str] | None:
+    """Outside IPython: the answer's own source as cells (the modules and library routines its
+    globals name, then its definition, then the check call), or None when it has no source."""
+    import inspect
+    import textwrap
+    import types
+
+    name = getattr(answer, "__name__", "")
+    try:
+        source = textwrap.dedent(inspect.getsource(answer))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):  # defined by exec, in a doctest, or a callable object
+        return None
+    if not name.isidentifier() or not tree.body:
+        return None
+    module = sys.modules.get(getattr(answer, "__module__", None) or "")
+    space = dict(getattr(answer, "__globals__", None) or (vars(module) if module is not None else {}))
+    if isinstance(answer, types.FunctionType):
+        space.update(inspect.getclosurevars(answer).nonlocals)
+    lines = []
+    for used in sorted(_free_names(tree.body[0]) - {name}):
+        if used not in space:
+            continue  # a builtin, or a name the review reports as unseen
+        value = space[used]
+        owner = str(getattr(value, "__module__", "") or "")
+        if isinstance(value, types.ModuleType):
+            lines.append(f"import {value.__name__} as {used}")
+        elif callable(value) and owner.split(".")[0] in _LIBRARIES and str(getattr(value, "__qualname__", "")).isidentifier():
+            lines.append(f"from {owner} import {value.__qualname__} as {used}")
+        else:  # a value, or the author's own helper: seen, not the library's
+            lines.append(f"{used} = ...")
+    return ["\n".join(lines), source, f"lectorch.check({exercise!r}, {name})"]
+
+
+def practice_review(exercise: Any, answer: Any, cells: list[str] | None = None) -> tuple[list[Finding], str]:
+    """The practice check's review of ``answer`` to ``exercise`` (an ``Exercise``): the findings of
+    the same build and review the grader runs, on the kernel's cells up to this check (``cells``,
+    by default :func:`kernel_cells`), else on the function's source; and a note when neither could
+    be read (then nothing was reviewed)."""
+    spec = spec_of(exercise)
+    if spec is None:
+        return [], ""
+    if cells is None:
+        cells = kernel_cells()
+    expr = _answer_expr(cells, exercise.id) if cells else None
+    program = None
+    if expr is not None:
+        notebook = {"cells": [{"cell_type": "code", "source": c} for c in cells]}
+        program, found = findings_in(notebook, exercise.id, expr, spec, helpers_of(notebook, expr), last=True)
+    if program is None or not program.found:
+        if str(getattr(answer, "__module__", "") or "").startswith("lectorch.exercises"):
+            # made by the checker's own helper from the student's code (``optimizer_trainer(MyRMSprop)``):
+            # its source is the helper's; the student's part is reviewed from the kernel's cells only
+            return [], ""
+        source = _source_cells(answer, exercise.id)
+        if source is None:
+            return [], tr("The source of your answer could not be read, so its code was not reviewed as the "
+                          "grader will review it.")
+        notebook = {"cells": [{"cell_type": "code", "source": c} for c in source]}
+        program, found = findings_in(notebook, exercise.id, answer.__name__, spec, last=True)
+    return found, ""
+
+
+__all__ = ["ALLOWED_MODULES", "EQUIVALENTS", "ESCAPES", "NEEDS_REVIEW", "Finding", "Program", "build", "findings_in",
+           "helpers_of", "kernel_cells", "practice_review", "review", "spec_of", "summary", "verdict"]
+
+
