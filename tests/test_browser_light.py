@@ -1,6 +1,7 @@
 """A light first visit and the reader's smaller comforts, in headless Chromium: the icons drawn by one
 subset webfont (no Font Awesome script), the search index only on the search page (which still
-finds), the CJK font only where Chinese text is, the napkin panel's days as precise as they need to
+finds), the CJK font only where Chinese text is, the theme's stylesheets in one request and MathJax
+only where math is, after the panels' scripts, a first visit within its budget of bytes, the napkin panel's days as precise as they need to
 be (the page script and lectorch agree), no control that changes nothing, tables that fit 1280 px,
 English checker notes with an English full stop, a legible GPU mark, touch targets of 44 px, and
 display math that shows it scrolls. The first visit's weight and time on a slow phone profile are
@@ -27,7 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import book_light  # noqa: E402
+import reader_metrics  # noqa: E402
 import serve  # noqa: E402
+
+#: the bytes a first visit of a chapter of tools/reader_metrics.py's FIRST_VISIT may transfer
+FIRST_VISIT_BUDGET = 600_000
 
 
 def _visit(browser, base: str, path: str, viewport=DESKTOP, *, touch: bool = False, wait: int = 800):
@@ -82,6 +87,49 @@ def test_the_book_ships_font_awesome_once_cut_to_its_icons(book, edition):
     assert drawn and drawn <= have, sorted(hex(c) for c in drawn - have)
     bars = 0xF0C9
     assert bars in drawn  # the sidebar button's icon
+
+
+def test_a_page_head_is_bundled_in_order(tmp_path):
+    """The stylesheets become one file where the first stood, url()s rewritten for its folder; each
+    run of scripts loaded alike becomes one file, in order; MathJax waits for the parsed page."""
+    static = tmp_path / "_static"
+    (static / "styles").mkdir(parents=True)
+    (static / "a.css").write_text("a{color:red}")
+    (static / "styles" / "b.css").write_text("@import '../a.css';b{src:url(../f.woff2)}")
+    for name in ("one.js", "two.js", "three.js", "four.js"):
+        (static / name).write_text(f"window.{name[:-3]} = 1")
+    page = tmp_path / "chapters" / "p.html"
+    page.parent.mkdir()
+    page.write_text("<html><head>\n"
+                    '<link rel="stylesheet" href="../_static/a.css?v=1" />\n<script>inline()</script>\n'
+                    '<link href="../_static/styles/b.css" rel="stylesheet" />\n'
+                    '<script src="../_static/one.js?v=2"></script>\n<script src="../_static/two.js"></script>\n'
+                    '<script>between()</script>\n<script src="../_static/three.js"></script>\n'
+                    '<script async="async" src="../_static/mathjax-3.2.2/es5/tex-chtml.js?v=3"></script>\n'
+                    '<script defer="defer" src="../_static/four.js"></script>\n'
+                    '<script defer="defer" src="../_static/one.js"></script>\n</head><body></body></html>')
+    assert book_light.bundle_page(page, static)
+    head = page.read_text()
+    css = re.findall(r'<link rel="stylesheet"[^>]*href="../(_static/lectorch-[0-9a-f]+\.css)"', head)
+    assert len(css) == 1 and head.count("stylesheet") == 1 and head.index(css[0]) < head.index("inline()")
+    assert (tmp_path / css[0]).read_text() == '@charset "UTF-8";\na{color:red}\na{color:red}b{src:url(f.woff2)}'
+    scripts = re.findall(r'<script( defer="defer")? src="../(_static/[^"]+)"', head)
+    assert [(d, p.startswith("_static/lectorch-")) for d, p in scripts] == [("", True), ("", False), (' defer="defer"', True)]
+    assert head.index("between()") < head.index("three.js")
+    assert (tmp_path / scripts[0][1]).read_text() == "window.one = 1\n;\nwindow.two = 1\n"
+    assert "tex-chtml.js" in head and 'async="async"' not in head and "DOMContentLoaded" in head
+    assert not book_light.bundle_page(page, static), "a second pass changes nothing"
+
+
+@pytest.mark.parametrize("edition", test_browser_reader.EDITIONS)
+def test_chapter_pages_link_one_stylesheet_and_math_only_where_math_is(book, edition):
+    for page in sorted((book / edition / "chapters").glob("[0-9][0-9]_*.html")):
+        text = page.read_text(encoding="utf-8")
+        head = text[:text.index("</head>")]
+        assert len(re.findall(r'<link\b[^>]*rel="stylesheet"', head)) == 1, page.name
+        assert not re.search(r"<script[^>]*src=\"[^\"]*tex-chtml", head), f"{page.name} loads MathJax beside its scripts"
+        math = 'class="math' in text
+        assert math == ("tex-chtml.js" in head), f"{page.name}: math {math}, MathJax {not math}"
 
 
 # ---- in the browser ----------------------------------------------------------------------------
@@ -306,3 +354,50 @@ def test_wide_equations_show_that_they_scroll(browser, base):
     assert wide, "no equation is wider than a phone: this test no longer tests anything"
     assert all(w["overflow"] == "auto" and w["hint"] for w in wide), wide
     assert page_width <= PHONE["width"]
+
+
+def _first_visit(browser, url: str) -> dict:
+    """A first visit of ``url`` (empty cache, a phone): bytes on the wire, the stylesheets requested,
+    and when MathJax was requested and the page parsed (ms, or None)."""
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    sizes: dict[str, float] = {}
+    cdp.on("Network.loadingFinished", lambda e: sizes.__setitem__(e["requestId"], e["encodedDataLength"]))
+    styles: list[str] = []
+    page.on("request", lambda r: r.resource_type == "stylesheet" and styles.append(r.url))
+    try:
+        page.goto(url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        times = page.evaluate("""() => {
+          const math = performance.getEntriesByType('resource').find(r => r.name.includes('tex-chtml.js'));
+          return {math: math ? math.startTime : null, ready: !!document.querySelector('.lectorch-panel.lp-ready'),
+                  parsed: performance.getEntriesByType('navigation')[0].domContentLoadedEventStart,
+                  typeset: document.querySelectorAll('mjx-container').length}; }""")
+    finally:
+        context.close()
+    return {"bytes": sum(sizes.values()), "styles": styles, **times}
+
+
+@pytest.mark.browser
+def test_a_first_visit_fits_its_budget_with_math_after_the_panels(browser, book):
+    """The chapters whose first visit tools/reader_metrics.py times on a slow phone profile, served
+    gzip-compressed as a host serves them: each within the budget of bytes, its stylesheets one
+    request, MathJax fetched once the page's scripts (the panels') have run, and only where math is."""
+    httpd = serve.start(book)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        visits = {f"{edition}chapters/{name}.html": _first_visit(browser, f"{url}/{edition}chapters/{name}.html")
+                  for edition in test_browser_reader.EDITIONS for name in reader_metrics.FIRST_VISIT}
+    finally:
+        httpd.shutdown()
+    over = {path: round(v["bytes"]) for path, v in visits.items() if v["bytes"] > FIRST_VISIT_BUDGET}
+    assert not over, f"over {FIRST_VISIT_BUDGET} bytes: {over}"
+    for path, v in visits.items():
+        assert len(v["styles"]) == 1, (path, v["styles"])
+        has_math = 'class="math' in (book / path).read_text(encoding="utf-8")
+        assert (v["math"] is not None) == has_math, path
+        if has_math:
+            assert v["math"] >= v["parsed"] and v["ready"] and v["typeset"], (path, v)

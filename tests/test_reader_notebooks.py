@@ -6,7 +6,6 @@ its English twin, every check saying "not implemented" on the stubs."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -100,28 +99,38 @@ def test_markdown_becomes_plain():
         plain_notebook.render("{glue:text}`missing`", page)
 
 
+@pytest.mark.book
 @pytest.mark.slow
-def test_the_chinese_notebook_runs_from_the_top_like_its_english_twin(tmp_path):
-    """The self-study download of a chapter, in 中文, executed as a student opens it (nbclient, a
-    plain kernel): it runs from the top, the folded solutions do not run, and every check says
-    "not implemented" on its stub (a debug exercise's stub is the buggy code: it fails)."""
+def test_the_downloaded_notebook_runs_from_the_top_in_a_plain_kernel(built_book, tmp_path, monkeypatch):
+    """The very file a chapter page's download button gives (中文), opened as a reader opens it: a
+    plain kernel in an empty folder, only the course's package to import, run from the top. It runs
+    like its English twin, its exercise cells hold the stubs, the folded solutions do not run, and
+    every check says it is not implemented yet (a debug exercise's stub is the buggy code: it fails)."""
     from nbclient import NotebookClient
 
-    chapter = CHAPTERS[3]  # every chapter's English student notebook runs in test_student_and_grading
-
+    import lectorch.exercises
     import test_student_and_grading as student
 
+    chapter = CHAPTERS[3]  # every chapter's English student notebook runs in test_student_and_grading
+    (download,) = _downloads(built_book / "zh" / "chapters" / f"{chapter.stem}.html")
+    nb = nbformat.read(download, as_version=4)
+    reference = nbformat.read(chapter, as_version=4)
+    stubs = [c.metadata["lectorch"]["stub"] for c in reference.cells if "solution" in c.metadata.get("tags", [])]
+    assert [c.source for c in nb.cells if "exercise" in c.metadata.get("tags", [])] == stubs
     results = tmp_path / "results.jsonl"
-    nb = copy.deepcopy(_reader(chapter, "zh_CN"))
-    nb.cells.insert(0, nbformat.v4.new_code_cell(
-        f"import os, lectorch.exercises\nos.environ[lectorch.exercises.RESULTS_ENV] = {str(results)!r}"))
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    monkeypatch.setenv(lectorch.exercises.RESULTS_ENV, str(results))
+    (tmp_path / "run").mkdir()
+    NotebookClient(nb, timeout=180, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path / "run")}}).execute()
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    expected = student.exercise_ids(chapter)
-    assert [r["exercise"] for r in rows] == expected
+    assert [r["exercise"] for r in rows] == student.exercise_ids(chapter)
     debug = student.debug_exercises(chapter)
     assert all(r["status"] == "not implemented" or (r["exercise"] in debug and r["status"] in ("failed", "error"))
                for r in rows), rows
+    shown = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert sum(r["status"] == "not implemented" for r in rows) > 0
+    assert len([o for o in shown if "📝" in json.dumps(o, ensure_ascii=False)]) >= sum(
+        r["status"] == "not implemented" for r in rows), "a check on a stub does not say so"
 
 
 def test_the_colab_button_opens_the_branch_the_book_is_published_on():
@@ -176,3 +185,4 @@ def test_the_colab_button_opens_the_pages_reader_notebook(built_book):
             assert (built_book / path).exists(), f"the Colab button of {page} opens {path}, not in the book"
             (download,) = _downloads(page)
             assert download == (built_book / path).resolve(), "Colab and the download button differ"
+

@@ -11,11 +11,21 @@
    English pages outside the glossary show (:func:`cjk_chrome_font`), a few KB, not the translation's
    whole subset, which the Chinese pages and the English glossary's terms use
    (``i18n_static/lectorch-i18n.css``).
+3. Few requests before the panels work (:func:`bundle_page`). On a phone's network each request
+   waits its round trip, six at a time, and a page's scripts wait for every stylesheet before it:
+   the theme's dozen stylesheets become one file, each run of scripts loaded the same way one file
+   (in their order), and MathJax (264 KB) is fetched once the page's own scripts have run, not
+   beside the files the panels wait for.
+4. Figures without invisible digits: Matplotlib writes its SVGs' coordinates to a millionth of a
+   point; the book's copies keep a hundredth (:func:`round_svg`), a third fewer bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
+import os
 import re
 from pathlib import Path
 
@@ -126,10 +136,161 @@ def cjk_chrome_font(outdir: Path) -> str:
     return text
 
 
+#: a stylesheet a page links to: ``<link rel="stylesheet" ... href="...">``, either attribute first
+STYLESHEET = re.compile(r'<link\b(?=[^>]*\brel="stylesheet")(?![^>]*\bmedia=)[^>]*\bhref="([^"]+)"[^>]*/?>')
+#: one script loaded by its ``src`` alone (``defer``: after the page is parsed)
+SCRIPT = '<script{defer} src="(?P<src>[^"]+)"></script>'
+#: a run of two or more such scripts, loaded the same way (at once, or deferred)
+SCRIPT_KINDS = ("", ' defer="defer"')
+#: Sphinx's MathJax tag, which loads it at once beside the page's own scripts
+MATHJAX = re.compile(r'<script async="async" src="([^"]*mathjax[^"]*/tex-[a-z]+\.js[^"]*)"></script>')
+#: a stylesheet's ``url(...)``, quoted or not, and its ``@import "..."`` (or ``@import url(...)``)
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
+CSS_IMPORT = re.compile(r"""@import\s+(?:url\(\s*)?(['"])([^'"]+)\1\s*\)?\s*;""")
+#: what a bundle leaves out of the files it joins: their charset rule and source-map comments
+CSS_CHARSET = re.compile(r'@charset\s+"[^"]*"\s*;')
+SOURCE_MAP = re.compile(r"(?m)^\s*(?://|/\*)# sourceMappingURL=\S+(?:\s*\*/)?\s*$")
+
+
+def _local(href: str) -> bool:
+    """A file of the book (not another site, a data: URL or a fragment)."""
+    return not re.match(r"([a-z][a-z0-9+.-]*:|//|/|#)", href, re.I)
+
+
+def _file(page: Path, href: str) -> Path:
+    return (page.parent / html.unescape(href).split("?")[0].split("#")[0]).resolve()
+
+
+def css_for(css: Path, there: Path, seen: frozenset = frozenset()) -> str:
+    """``css``'s rules as a stylesheet in the folder ``there`` states them: its relative ``url()``s
+    rewritten for ``there``, each ``@import`` replaced by the imported rules (one request less).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "styles").mkdir()
+    >>> _ = (d / "basic.css").write_text("p{background:url(file.png)}")
+    >>> _ = (d / "styles" / "t.css").write_text('@charset "UTF-8";@import "../basic.css";'
+    ...     'i{src:url(../fonts/a.woff2)}b{x:url("data:image/png;base64,AA")}')
+    >>> css_for(d / "styles" / "t.css", d)
+    'p{background:url(file.png)}i{src:url(fonts/a.woff2)}b{x:url("data:image/png;base64,AA")}'
+    """
+    if css in seen:
+        raise ValueError(f"{css} imports itself")
+    text = SOURCE_MAP.sub("", CSS_CHARSET.sub("", css.read_text(encoding="utf-8")))
+
+    def url(m: re.Match) -> str:
+        quote, target = m.groups()
+        if not _local(target):
+            return m.group(0)
+        return f"url({quote}{os.path.relpath(css.parent / target, there).replace(os.sep, '/')}{quote})"
+
+    parts = CSS_IMPORT.split(text)  # text, quote, href, text, ...
+    out = [CSS_URL.sub(url, parts[0])]
+    for href, after in zip(parts[2::3], parts[3::3]):
+        if not _local(href):
+            raise ValueError(f"{css} imports {href}, outside the book: the book is read offline")
+        out += [css_for((css.parent / href).resolve(), there, seen | {css}), CSS_URL.sub(url, after)]
+    return "".join(out)
+
+
+def _stored(static: Path, text: str, suffix: str) -> Path:
+    """``text`` stored once in ``static``, named by its digest (a changed bundle gets a new name)."""
+    path = static / f"lectorch-{hashlib.sha256(text.encode()).hexdigest()[:12]}{suffix}"
+    if not path.is_file():
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _href(page: Path, target: Path) -> str:
+    return os.path.relpath(target, page.parent).replace(os.sep, "/")
+
+
+def bundle_page(page: Path, static: Path) -> bool:
+    """Rewrite ``page``'s head to fewer requests (the module docstring's 3), the joined files stored
+    in ``static``; True where it changed something. Order is kept: the stylesheets stand where the
+    first of them stood, each run of scripts where it stood. A page with a ``<style>`` among its
+    stylesheets keeps them as they are (their order with it would change)."""
+    text = page.read_text(encoding="utf-8")
+    end = text.find("</head>")
+    if end < 0:
+        return False
+    head, rest = text[:end], text[end:]
+    links = [m for m in STYLESHEET.finditer(head) if _local(m.group(1)) and _file(page, m.group(1)).is_file()]
+    if len(links) > 1 and "<style" not in head[links[0].start():links[-1].end()]:
+        css = '@charset "UTF-8";\n' + "\n".join(css_for(_file(page, m.group(1)), static) for m in links)
+        tag = f'<link rel="stylesheet" type="text/css" href="{_href(page, _stored(static, css, ".css"))}" />'
+        for m in reversed(links[1:]):
+            head = head[:m.start()] + head[m.end():]
+        head = head[:links[0].start()] + tag + head[links[0].end():]
+    for defer in SCRIPT_KINDS:
+        one = re.compile(SCRIPT.format(defer=defer))
+
+        def joined(run: re.Match, one=one, defer=defer) -> str:
+            srcs = [m.group("src") for m in one.finditer(run.group(0))]
+            files = [_file(page, src) for src in srcs]
+            # only the theme's and the book's own assets: the search index keeps its own name and file
+            if not all(_local(src) and f.is_file() and static.resolve() in f.parents for src, f in zip(srcs, files)):
+                return run.group(0)
+            # a file's last statement may lack its semicolon: it must not run into the next file's first
+            js = "\n;\n".join(SOURCE_MAP.sub("", f.read_text(encoding="utf-8")) for f in files) + "\n"
+            return f'<script{defer} src="{_href(page, _stored(static, js, ".js"))}"></script>\n'
+
+        head = re.sub(rf"(?:{one.pattern}\s*){{2,}}", joined, head)
+
+    def later(m: re.Match) -> str:  # once the deferred scripts, the panels' among them, have run
+        src = json.dumps(html.unescape(m.group(1)))
+        return ('<script>document.addEventListener("DOMContentLoaded", function () { var s = '
+                f'document.createElement("script"); s.src = {src}; document.head.appendChild(s); }});</script>')
+
+    head = MATHJAX.sub(later, head)
+    if head + rest == text:
+        return False
+    page.write_text(head + rest, encoding="utf-8")
+    return True
+
+
+def bundle_pages(outdir: Path) -> int:
+    """:func:`bundle_page` on every page of ``outdir`` (bundles in its ``_static``): how many changed."""
+    return sum(bundle_page(page, outdir / "_static") for page in pages(outdir))
+
+
+#: the geometry of a Matplotlib SVG: its paths, positions and transforms (never its text)
+SVG_GEOMETRY = re.compile(r'(\s(?:d|transform|x|y|points)=")([^"]*)(")')
+#: a coordinate written with more decimals than a reader can see
+LONG_NUMBER = re.compile(r"-?\d+\.\d{3,}")
+
+
+def _two_decimals(m: re.Match) -> str:
+    text = f"{round(float(m.group(0)), 2):.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def round_svg(text: str) -> str:
+    """A Matplotlib SVG's coordinates to 0.01 pt (it writes 6 decimals: a figure's bytes are mostly
+    digits that move a line by under a thousandth of a pixel); its text and styles as they are.
+
+    >>> round_svg('<path d="M 60.622109 251.048408 L -0.001 3.5"/><text x="1.23456">1.23456</text>')
+    '<path d="M 60.62 251.05 L 0 3.5"/><text x="1.23">1.23456</text>'
+    """
+    return SVG_GEOMETRY.sub(lambda m: m.group(1) + LONG_NUMBER.sub(_two_decimals, m.group(2)) + m.group(3), text)
+
+
+def round_figures(outdir: Path) -> int:
+    """:func:`round_svg` on the Matplotlib figures of ``outdir/_images``: how many it rewrote."""
+    changed = 0
+    for svg in sorted((outdir / "_images").glob("*.svg")):
+        text = svg.read_text(encoding="utf-8")
+        if "<dc:title>Matplotlib" in text[:2000] and (rounded := round_svg(text)) != text:
+            svg.write_text(rounded, encoding="utf-8")
+            changed += 1
+    return changed
+
+
 def _build_finished(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
+    bundle_pages(outdir)
+    round_figures(outdir)
     subset_icon_fonts(outdir)
     if not app.config.language.startswith("zh"):  # a Chinese page uses the whole font
         cjk_chrome_font(outdir)
