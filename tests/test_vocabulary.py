@@ -34,7 +34,7 @@ BANNED = [
     (r"Xavier and Kaiming|running the course", "the English translated", None),
     (r"绝对值", "数值本身 (|x| is 绝对值; 'in absolute units' is not)", r"\babsolute\b(?! value)"),
     (r"列印", "打印 (Taiwan's usage)", None),
-    (r"GPU 内存", "显存 (GPU memory; 内存 is the host's)", None),
+    (r"(GPU|设备|显卡) ?的?内存", "显存 (GPU or device memory; 内存 is the host's, 主机内存 where ambiguous)", None),
     (r"掩盖在反向传播之后", "在反向传播期间被掩盖 (the overlap is during the backward pass)", None),
     # 算力 is compute power, FLOP/s; an amount of FLOPs (training compute) is 计算量
     (r"算力", "计算量 (an amount of FLOPs; 算力 only for FLOP/s)", r"^(?![\s\S]*FLOP/s)"),
@@ -48,6 +48,10 @@ REQUIRED = [
     (r"crash\w* the kernel|kernel's (memory|connection|torch)|kernel already has|reach the kernel|Jupyter kernel",
      "Jupyter 内核"),  # 内核 alone is a GPU kernel
 ]
+
+
+#: English that names the GPU's memory: each gets a 显存 in the translation (内存 is the host's)
+GPU_MEMORY = r"\b(GPU|device)('s)? memory\b|\bpeak[- ]memory\b|\bmemory (snapshot|visuali[sz]er)|\ballocator's memory"
 
 
 def _messages():
@@ -70,6 +74,10 @@ def test_no_banned_variant_in_any_catalog():
             if re.search(where, english, re.I) and required not in chinese:
                 problems.append(f"{name}: the English says {re.search(where, english, re.I).group(0)!r}: "
                                 f"write {required!r}: {chinese[:80]!r}")
+        said = len(re.findall(GPU_MEMORY, english, re.I))
+        if said > chinese.count("显存"):
+            problems.append(f"{name}: the English names the GPU's memory {said}× ({re.search(GPU_MEMORY, english, re.I).group(0)!r}): "
+                            f"write 显存 each time: {chinese[:80]!r}")
     assert not problems, f"{len(problems)} renderings outside the course's vocabulary:\n" + "\n".join(problems[:40])
 
 
@@ -206,3 +214,15 @@ def test_gloss_rule_on_a_sample():
     wrong = [("The strides of x", "x 的步幅 (strides)", False), ("strides", "步幅（strides）", False)]
     assert [p.split(":")[1].strip().split(" ")[0:3] for p in gloss_problems("sample", wrong)] == [
         ["first", "use", "of"], ["步幅", "glossed", "again"]]
+
+
+@pytest.mark.parametrize("english, chinese, ok", [
+    ("Read GPU memory with `torch.cuda.memory_allocated`", "用 `torch.cuda.memory_allocated` 读取显存", True),
+    ("Read GPU memory with `torch.cuda.memory_allocated`", "用 `torch.cuda.memory_allocated` 读取内存", False),
+    ("peak device memory", "设备内存峰值", False),
+    ("Ordinary host memory is pageable", "普通的主机内存是可分页的", True),
+])
+def test_gpu_memory_is_xiancun(english, chinese, ok):
+    banned = [b for b, _, where in BANNED if (where is None or re.search(where, english, re.I)) and re.search(b, chinese)]
+    short = len(re.findall(GPU_MEMORY, english, re.I)) > chinese.count("显存")
+    assert (not banned and not short) == ok
