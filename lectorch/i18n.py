@@ -34,8 +34,9 @@ ENGLISH = "en"
 LANGUAGES = (ENGLISH, "zh_CN")
 #: the gettext context of the checkers' messages in ``_ui.po``
 CONTEXT = "checker"
-#: the contexts of a panel's control labels and of its drop-downs' word choices in ``_ui.po``
+#: the context of a panel's control labels in ``_ui.po``
 CONTROL = "panel control"
+#: the context of the word choices of a panel's drop-downs in ``_ui.po``
 OPTION = "panel option"
 
 _chosen: str | None = None
