@@ -226,3 +226,14 @@ def test_gpu_memory_is_xiancun(english, chinese, ok):
     banned = [b for b, _, where in BANNED if (where is None or re.search(where, english, re.I)) and re.search(b, chinese)]
     short = len(re.findall(GPU_MEMORY, english, re.I)) > chinese.count("显存")
     assert (not banned and not short) == ok
+
+
+#: an English gloss in half-width parentheses after Chinese (or after a role), e.g. 闭包(closure)
+_HALF_WIDTH_GLOSS = re.compile(r"(?<=[\u4e00-\u9fff])\s?\([A-Za-z][A-Za-z \-/]*\)|(?<=>`)\([A-Za-z][A-Za-z \-/]*\)")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_gloss_in_full_width_parentheses(name):
+    found = [f"{m.group(0)!r} in {chinese[:60]!r}" for _, chinese, _ in chapter_messages(name)
+             for m in _HALF_WIDTH_GLOSS.finditer(chinese)]
+    assert not found, f"{name}: write a gloss as 闭包（closure）:\n" + "\n".join(found)
