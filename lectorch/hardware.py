@@ -339,6 +339,15 @@ VARIANTS: dict[str, GPUSpec] = {
         ),
     ]
 }
+#: GPUs Chinese labs use that have no row, and why: a row needs a datasheet from NVIDIA to cite, and
+#: a number is added only with one (so the H800 rows have no fp64: its cut fp64 peak is stated in no
+#: NVIDIA document the course can cite). :func:`get_gpu` names the reason.
+OMITTED: dict[str, str] = {
+    "H20": "NVIDIA publishes no datasheet for the H20 (the export-market Hopper board that followed the "
+           "H800): its figures circulate only in third-party articles, and a row is added only with a "
+           "datasheet to cite. Pass your own peak and bandwidth where a function takes them.",
+}
+
 #: Every row: the course's main table and the board variants.
 ALL_GPUS: dict[str, GPUSpec] = {**GPUS, **VARIANTS}
 #: The GPUs the napkin and roofline panels offer: the main table and the China-market parts that
@@ -402,6 +411,9 @@ def get_gpu(name: str) -> GPUSpec:
             return ALL_GPUS[spec_name]
     if key in _ALIASES:
         return ALL_GPUS[_ALIASES[key]]
+    for omitted, why in OMITTED.items():
+        if key == omitted.lower():
+            raise ValueError(f"GPU {name!r} has no row in lectorch's spec table: {why}")
     close = difflib.get_close_matches(key, [n.lower() for n in ALL_GPUS] + list(_ALIASES), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
     raise ValueError(f"GPU {name!r} is not in lectorch's spec table.{hint} Known: {', '.join(ALL_GPUS)}.")

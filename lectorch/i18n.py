@@ -34,6 +34,10 @@ ENGLISH = "en"
 LANGUAGES = (ENGLISH, "zh_CN")
 #: the gettext context of the checkers' messages in ``_ui.po``
 CONTEXT = "checker"
+#: the context of a panel's control labels in ``_ui.po``
+CONTROL = "panel control"
+#: the context of the word choices of a panel's drop-downs in ``_ui.po``
+OPTION = "panel option"
 
 _chosen: str | None = None
 #: the language of one block of :func:`language` (a context variable: each grader thread its own)
@@ -102,6 +106,13 @@ def catalog(name: str) -> dict[str, str]:
     return json.loads(text)
 
 
-def tr(message: str) -> str:
-    """``message`` (English, with its ``{fields}`` unformatted) in the current language."""
-    return catalog(get_language()).get(message, message) if message else message
+def tr(message: str, context: str | None = None) -> str:
+    """``message`` (English, with its ``{fields}`` unformatted) in the current language; ``context``
+    names the catalog's context of a message that has one (a panel's control label: "panel control").
+
+    >>> with language("zh_CN"): tr("layers", "panel control")
+    '层数'
+    """
+    if not message:
+        return message
+    return catalog(get_language()).get(f"{context}\x04{message}" if context else message, message)

@@ -190,3 +190,13 @@ def test_the_china_market_parts_chinese_labs_use():
 
     # 70 B parameters, 15 T tokens on 1024 H800s at MFU 0.5: the H100's 144 days (same bf16 peak)
     assert round(napkin.training_days(70e9, 15e12, num_gpus=1024, gpu="H800", mfu=0.5)) == 144
+
+
+def test_a_gpu_without_a_datasheet_has_no_row_and_says_why():
+    """The H20 has no NVIDIA datasheet to cite, and the H800's fp64 no NVIDIA figure: no row, no number."""
+    assert "H20" in hardware.OMITTED and "H20" not in hardware.ALL_GPUS
+    with pytest.raises(ValueError, match="no datasheet"):
+        hardware.get_gpu("NVIDIA H20")
+    assert hardware.gpu_from_driver_name("NVIDIA H20") is None
+    for name in ("H800 SXM", "H800 PCIe"):
+        assert "fp64" not in hardware.get_gpu(name).dense

@@ -110,16 +110,20 @@ PACKAGE_CATALOGS = ROOT / "lectorch" / "locale"
 
 def package_catalog(language: str = LANGUAGE) -> dict[str, str]:
     """What a student's kernel says and draws, from ``_ui.po``, as the package ships it: the checkers'
-    messages (context ``checker``) and the words drawn into figures (:func:`sphinx_lectorch_i18n.figure_messages`),
-    English → translation, translated and not fuzzy ones only, sorted."""
-    import sphinx_lectorch_i18n
+    messages (context ``checker``), the words drawn into figures (:func:`sphinx_lectorch_i18n.figure_messages`)
+    and the panels' titles, control labels and word choices (the last two keyed ``context\x04label``,
+    as gettext keys a message with a context), English → translation, translated and not fuzzy ones
+    only, sorted."""
+    import sphinx_lectorch_i18n as ui
 
-    with open(CATALOGS.parent.parent / language / "LC_MESSAGES" / f"{sphinx_lectorch_i18n.UI_CATALOG}.po", "rb") as f:
+    with open(CATALOGS.parent.parent / language / "LC_MESSAGES" / f"{ui.UI_CATALOG}.po", "rb") as f:
         catalog = read_po(f)
-    figures = set(sphinx_lectorch_i18n.figure_messages(alt=False))  # a kernel draws no alt text
-    shipped = {m.id: m.string for m in catalog if m.id in figures and not m.context and m.string and not m.fuzzy}
-    shipped.update((m.id, m.string) for m in catalog
-                   if m.context == sphinx_lectorch_i18n.CHECKER and m.id and m.string and not m.fuzzy)
+    plain = set(ui.figure_messages(alt=False))  # a kernel draws no alt text
+    plain.update(o.get("data", {}).get(ui.PANEL_MIME, {}).get("title") for o in ui._stored_outputs())
+    shipped = {m.id: m.string for m in catalog if m.id in plain and not m.context and m.string and not m.fuzzy}
+    shipped.update((m.id, m.string) for m in catalog if m.context == ui.CHECKER and m.id and m.string and not m.fuzzy)
+    shipped.update((f"{m.context}\x04{m.id}", m.string) for m in catalog
+                   if m.context in (ui.CONTROL, ui.OPTION) and m.id and m.string and not m.fuzzy)
     return dict(sorted(shipped.items()))
 
 

@@ -349,6 +349,19 @@ def checker_text(nb) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def figure_text(nb) -> str:
+    """The words drawn into an executed notebook's figures: the ``<text>`` of its SVG outputs (in a
+    translated notebook's kernel, :func:`lectorch.plots.figure_svg` has translated them)."""
+    import html
+
+    parts = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            svg = output.get("data", {}).get("image/svg+xml", "")
+            parts += [html.unescape(t) for t in re.findall(r"<text\b[^>]*>([^<]*)</text>", svg)]
+    return "\n".join(p for p in parts if p.strip())
+
+
 def english_prose(nb) -> list[str]:
     """The paragraphs of a translated notebook's prose with no Chinese and two or more English words."""
     return [para.strip() for para in re.split(r"\n\s*\n", visible_prose(nb))
@@ -384,7 +397,7 @@ def replace_downloads(html: Path, language: str, *, solutions: str) -> list[Path
 
 def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, int]]]:
     """English words, all words and the commonest English words of the notebooks' visible text (the
-    prose and, in an executed notebook, the checkers' messages), counted as tools/reader_metrics.py
+    prose and, in an executed notebook, the checkers' messages and the figures' words), counted as tools/reader_metrics.py
     counts the book's (names, acronyms and identifiers are not English; a Chinese word is 1.65
     characters)."""
     import collections
@@ -394,7 +407,7 @@ def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, in
     english, words, counted = 0, 0.0, collections.Counter()
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        found, total, which = share(visible_prose(nb) + "\n\n" + checker_text(nb))
+        found, total, which = share(visible_prose(nb) + "\n\n" + checker_text(nb) + "\n\n" + figure_text(nb))
         english, words = english + found, words + total
         counted.update(which)
     return english, words, counted.most_common(15)
@@ -404,7 +417,7 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] != ["share"] or len(sys.argv) < 3:
-        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose and "
-                 "checker messages)")
+        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose, "
+                 "checker messages and figure words)")
     english, words, common = english_share([Path(p) for p in sys.argv[2:]])
     print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")

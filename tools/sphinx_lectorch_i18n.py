@@ -191,8 +191,9 @@ def ui_messages(root: Path = ROOT) -> list[str]:
 
 def figure_messages(root: Path = ROOT, *, alt: bool = True) -> list[str]:
     """The words of the chapters' figures: the templates (``lectorch.plots.tr``) that their stored
-    SVG outputs list in their metadata, and (``alt=True``) each figure's alt text (its cell's
-    ``mystnb.image.alt``, which only the book shows).
+    SVG outputs list in their metadata, then every literal template of ``lectorch/plots`` (the
+    panels draw figures the chapters do not store), and (``alt=True``) each figure's alt text (its
+    cell's ``mystnb.image.alt``, which only the book shows).
 
     >>> messages = figure_messages(); "bytes per parameter" in messages and "storage index" in messages
     True
@@ -208,6 +209,10 @@ def figure_messages(root: Path = ROOT, *, alt: bool = True) -> list[str]:
                 found += _text.templates(output.get("metadata", {}).get(SVG_MIME, {}).get(_text.METADATA_KEY, []))
             if alt:
                 found.append(cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt"))
+    for path in sorted((root / "lectorch" / "plots").glob("*.py")):
+        found += _marked(path, with_arguments=True)
+    for path in sorted((root / "lectorch" / "widgets").glob("*.py")):  # a panel's own figure words
+        found += _marked(path, with_arguments=True, keyword="figure_tr")
     return list(dict.fromkeys(m for m in found if m))
 
 
@@ -303,12 +308,18 @@ def option_labels(root: Path = ROOT) -> list[str]:
 CHECKER = "checker"
 
 
-def _marked(path: Path) -> list[str]:
-    """The English of every ``tr("…")`` in a Python file (Babel's extractor: literals only)."""
+def _marked(path: Path, *, with_arguments: bool = False, keyword: str = "tr") -> list[str]:
+    """The English of every ``tr("…")`` (or ``keyword("…")``) in a Python file (Babel's extractor:
+    literals only); ``with_arguments``: also the template of a ``tr("… {n} …", n=…)`` (a figure's words)."""
+    import contextlib
+    import io
+
     from babel.messages.extract import extract_python
 
-    with open(path, "rb") as f:
-        return [m for _, _, m, _ in extract_python(f, {"tr": None}, [], {}) if isinstance(m, str) and m]
+    # Babel writes a warning for each f-string it meets; a figure's f-strings are never templates
+    with open(path, "rb") as f, contextlib.redirect_stderr(io.StringIO()):
+        found = [m[0] if with_arguments and isinstance(m, tuple) else m for _, _, m, _ in extract_python(f, {keyword: None}, [], {})]
+    return [m for m in found if isinstance(m, str) and m]
 
 
 def _hidden_descriptions(path: Path) -> list[str]:

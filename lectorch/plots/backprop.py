@@ -105,34 +105,34 @@ def flops_bars_figure(predicted: BackpropFlops, measured: MeasuredFlops | None =
     if not isinstance(predicted, BackpropFlops):
         raise TypeError(f"predicted must be a BackpropFlops (from mlp_flops), got {type(predicted).__name__}")
     fig, (left, right) = new_figure(1, 2, width=6.8, height=3.6)
-    names = ["forward", "backward"]
+    names = [tr("forward"), tr("backward")]
     pred = [predicted.forward, predicted.backward]
     xs = range(len(names))
-    left.bar([x - 0.2 for x in xs], pred, width=0.4, color=[COLORS["forward"], COLORS["backward"]], label="predicted")
+    left.bar([x - 0.2 for x in xs], pred, width=0.4, color=[COLORS["forward"], COLORS["backward"]], label=tr("predicted"))
     if measured is not None:
         left.bar([x + 0.2 for x in xs], [measured.forward, measured.backward], width=0.4, color="white",
-                 edgecolor=COLORS["measured"], hatch="//", label="counted (FlopCounterMode)")
+                 edgecolor=COLORS["measured"], hatch="//", label=tr("counted (FlopCounterMode)"))
     tallest = max(pred + ([measured.forward, measured.backward] if measured is not None else []))
     left.set_ylim(0, 1.35 * tallest)  # room for the legend above the bars
     left.set_xticks(list(xs), names)
     left.set_ylabel("FLOPs")
-    left.set_title("total FLOPs")
+    left.set_title(tr("total FLOPs"))
     left.legend(loc="upper left")
     layers = range(1, len(predicted.layers) + 1)
     fwd = [layer.forward for layer in predicted.layers]
     bw = [layer.backward_weight for layer in predicted.layers]
     bi = [layer.backward_input for layer in predicted.layers]
-    right.bar(layers, fwd, color=COLORS["forward"], label="forward")
-    right.bar(layers, bw, bottom=fwd, color=COLORS["gradients"], label="backward: weight grad")
-    right.bar(layers, bi, bottom=[f + w for f, w in zip(fwd, bw)], color=COLORS["backward"], label="backward: input grad")
+    right.bar(layers, fwd, color=COLORS["forward"], label=tr("forward"))
+    right.bar(layers, bw, bottom=fwd, color=COLORS["gradients"], label=tr("backward: weight grad"))
+    right.bar(layers, bi, bottom=[f + w for f, w in zip(fwd, bw)], color=COLORS["backward"], label=tr("backward: input grad"))
     if measured is not None:
         by_layer = _layer_totals(measured, len(predicted.layers))
         if by_layer is not None:
-            right.scatter(list(layers), by_layer, marker="x", color=COLORS["measured"], zorder=3, label="counted total")
+            right.scatter(list(layers), by_layer, marker="x", color=COLORS["measured"], zorder=3, label=tr("counted total"))
     right.set_ylim(0, 1.7 * max(layer.total for layer in predicted.layers))  # room for the legend
     right.set_xticks(list(layers))
-    right.set_xlabel("layer")
-    right.set_title("per layer")
+    right.set_xlabel(tr("layer"))
+    right.set_title(tr("per layer"))
     right.legend(loc="upper left")
     return fig
 

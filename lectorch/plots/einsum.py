@@ -43,7 +43,7 @@ def contraction_diagram(c: Contraction, *, width: float = 4.5) -> Figure:
     box_w, gap = 1.4, 0.15  # wide enough for a 6-letter name
     for r, ((label, group), shape) in enumerate(zip(rows, shapes)):
         y = len(rows) - 1 - r - (0.35 if r == len(rows) - 1 else 0)
-        ax.text(-0.2, y + 0.4, f"{label}\n{tuple(shape)}", ha="right", va="center")
+        ax.text(-0.2, y + 0.4, tr("{label}\n{shape}", label=label, shape=str(tuple(shape))), ha="right", va="center")
         for j, dim in enumerate(group):
             x = j * (box_w + gap)
             role = c.role(dim)

@@ -54,11 +54,11 @@ def output_histogram_figure(width: int, scheme: str, *, seed: int = 0) -> Figure
     std = float(out.std())
     fig, ax = new_figure(width=6.0, height=3.0)
     ax.hist(out, bins=60, density=True, color=SCHEME_COLORS.get(scheme, "#1f78b4"), alpha=0.7,
-            label=f"outputs, std {std:.3g}")
+            label=tr("outputs, std {std}", std=format(std, ".3g")))
     half = max(4.0, 4 * std)
     xs = np.linspace(-half, half, 400)
     ax.plot(xs, np.exp(-xs**2 / 2) / np.sqrt(2 * np.pi), color="black", ls="--", lw=1, label="N(0, 1)")
-    ax.set(xlim=(-half, half), xlabel="output value", ylabel="density",
-           title=f"width {width}, {scheme} init (std {init.SCHEMES[scheme]})")
+    ax.set(xlim=(-half, half), xlabel=tr("output value"), ylabel=tr("density"),
+           title=tr("width {width}, {scheme} init (std {std})", width=width, scheme=scheme, std=init.SCHEMES[scheme]))
     ax.legend()
     return fig

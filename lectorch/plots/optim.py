@@ -90,7 +90,8 @@ def loss_curves_figure(curves: dict[str, list[float]], *, title: str = "") -> Fi
         finite = [v for v in losses if math.isfinite(v)]
         base = name.split(" ")[0]
         ax.plot(range(len(finite)), finite, color=OPTIMIZER_COLORS.get(base), lw=2 if " " not in name else 1,
-                ls="-" if " " not in name else "--", label=name)
+                ls="-" if " " not in name else "--",
+                label=tr("{optimizer} (same lr)", optimizer=base) if name.endswith(" (same lr)") else tr(name))
     ax.set(yscale="log", xlabel=tr("step"), ylabel=tr("training loss (MSE)"), title=tr(title))
     ax.legend()
     return fig
@@ -117,10 +118,11 @@ def memory_bars_figure(predicted: StepMemory, timeline: Timeline, measured_peak:
     if measured_peak is not None:
         rows.append((tr("peak\n(measured)"), measured_peak))
     left = 0.0
+    labels = {"parameters": tr("parameters"), "gradients": tr("gradients"), "optimizer_state": tr("optimizer state"),
+              "activations": tr("activations"), "batch": tr("batch")}
     for name, colour in _PARTS:
         value = getattr(predicted, name) / scale
-        ax.barh(rows[0][0], value, left=left, color=COLORS.get(colour, "#b15928"), alpha=0.85,
-                label=tr(name.replace("_", " ")))
+        ax.barh(rows[0][0], value, left=left, color=COLORS.get(colour, "#b15928"), alpha=0.85, label=labels[name])
         left += value
     rest = timeline.resting / scale
     for i, (label, peak) in enumerate(rows[1:]):

@@ -58,8 +58,8 @@ def bit_layout_figure(dtypes=FLOAT_DTYPES, *, value: float | None = None) -> Fig
         digits = "".join(bits.fields) if bits is not None else None
         spans = [("sign", 1), ("exponent", fmt.exponent_bits), ("mantissa", fmt.mantissa_bits)]
         label = f"{fmt.name}  {fmt.layout()}"
-        if bits is not None:
-            label += "   " + tr("stores {value}", value=f"{bits.stored:.8g}")
+        if bits is not None:  # the whole line marked, so that a kernel and the book translate it
+            label = tr("{format}   stores {value}", format=label, value=format(bits.stored, ".8g"))
         ax.text(0, top - 1.4, label, ha="left", va="bottom", family="monospace")
         first = top - 2.5  # the bottom of the format's first line of boxes
         x = 0

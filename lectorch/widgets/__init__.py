@@ -2,7 +2,11 @@
 
 The computation is a plain function of the control values (testable without a browser); the panel
 only wires ipywidgets to it. Figures are embedded as PNG images in the result, so the panel's last
-state also shows in the static book.
+state also shows in the static book. In a kernel whose language is not English
+(``lectorch.set_language("zh_CN")``) a panel speaks it: its title, control labels and word choices
+come from the package's catalog (:mod:`lectorch.i18n`), and its figures are embedded as SVG with
+their words translated like the chapters' figures (:func:`lectorch.plots.figure_svg`; the browser
+draws the CJK text, which matplotlib's own fonts cannot).
 
 For the static book a panel also describes itself as plain data (the mime type
 :data:`PANEL_MIME`, which Jupyter ignores): ``live`` names the computation that
@@ -35,14 +39,24 @@ from typing import Any, Callable
 import ipywidgets as w
 from matplotlib.figure import Figure
 
+from lectorch import i18n
 
-def figure_html(fig: Figure, *, alt: str = "figure", dpi: int = 96) -> str:
-    """A matplotlib figure as an inline ``<img>`` tag (PNG, base64).
+
+def figure_html(fig: Figure, *, alt: str = "figure", dpi: int = 96, language: str | None = None) -> str:
+    """A matplotlib figure as an inline ``<img>`` tag: PNG in English, SVG with its words translated
+    in another ``language`` (default: the kernel's).
 
     >>> from lectorch.plots import new_figure
-    >>> figure_html(new_figure()[0]).startswith("<img")
-    True
+    >>> figure_html(new_figure()[0]).startswith("<img"), "image/svg" in figure_html(new_figure()[0], language="zh_CN")
+    (True, True)
     """
+    language = language or i18n.get_language()
+    if language != i18n.ENGLISH:
+        from lectorch.plots import figure_svg
+
+        svg, _ = figure_svg(fig, language)
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        return f'<img alt="{html.escape(alt)}" style="max-width:100%" src="data:image/svg+xml;base64,{data}"/>'
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     data = base64.b64encode(buf.getvalue()).decode("ascii")
@@ -57,15 +71,53 @@ def figure_alt(fig: Figure) -> str:
     >>> figure_alt(fig)
     'figure: loss (loss against step)'
     """
+    from lectorch.i18n import tr
+
+    shown = _shown
     parts = []
     if fig._suptitle is not None and fig._suptitle.get_text():
-        parts.append(fig._suptitle.get_text())
+        parts.append(shown(fig._suptitle.get_text()))
     for ax in fig.axes:
-        what = ax.get_title()
-        axes = f"{ax.get_ylabel()} against {ax.get_xlabel()}" if ax.get_xlabel() and ax.get_ylabel() else ""
+        what = shown(ax.get_title())
+        axes = (tr("{y} against {x}").format(y=shown(ax.get_ylabel()), x=shown(ax.get_xlabel()))
+                if ax.get_xlabel() and ax.get_ylabel() else "")
         parts.append(f"{what} ({axes})" if what and axes else what or axes)
     text = "; ".join(p for p in parts if p)
-    return f"figure: {text}" if text else "figure of the panel's result"
+    return tr("figure: {text}").format(text=text) if text else tr("figure of the panel's result")
+
+
+def _shown(text: str) -> str:
+    """A figure's text as the figure shows it in the kernel's language (a text marked with
+    :func:`lectorch.plots.tr`, translated through the package's catalog)."""
+    from lectorch.plots import _text
+
+    language = i18n.get_language()
+    if language == i18n.ENGLISH or text not in _text._MARKED:
+        return text
+    template, args = _text._MARKED[text]
+    return _text.render(template, args, i18n.catalog(language).get)
+
+
+def translate_controls(controls: dict[str, w.Widget]) -> None:
+    """Label ``controls`` in the kernel's language: each description (context :data:`lectorch.i18n.CONTROL`)
+    and each word choice of a drop-down (:data:`lectorch.i18n.OPTION`); values are kept. English: unchanged.
+
+    >>> c = {"o": w.Dropdown(options=["sgd", "adam"], value="adam", description="optimizer")}
+    >>> with i18n.language("zh_CN"): translate_controls(c)
+    >>> c["o"].description != "optimizer", c["o"].value
+    (True, 'adam')
+    """
+    if i18n.get_language() == i18n.ENGLISH:
+        return
+    for control in controls.values():
+        if getattr(control, "description", ""):
+            control.description = i18n.tr(control.description, i18n.CONTROL)
+        if isinstance(control, (w.Dropdown, w.ToggleButtons, w.RadioButtons)):
+            labels = [i18n.tr(str(label), i18n.OPTION) for label in control._options_labels]
+            if labels != list(control._options_labels):
+                value = control.value
+                control.options = list(zip(labels, [v for _, v in control._options_full]))
+                control.value = value
 
 
 def _to_html(part: Any) -> str:
@@ -243,7 +295,8 @@ class Panel(w.VBox):
         self._recorded: dict[str, Any] | None = None
         self.device = device_label(device)
         self.result = w.HTML()
-        header = [w.HTML(f"<b>{html.escape(title)}</b>")] if title else []
+        translate_controls(self.controls)  # the title, repr and book data stay English: nbval compares them
+        header = [w.HTML(f"<b>{html.escape(i18n.tr(title))}</b>")] if title else []
         box = w.Box(list(self.controls.values()), layout=w.Layout(display="flex", flex_flow="row wrap"))
         super().__init__(header + [box, self.result])
         for control in self.controls.values():

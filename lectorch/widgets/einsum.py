@@ -15,6 +15,7 @@ import ipywidgets as w
 
 from lectorch.contractions import ELLIPSIS, Contraction, analyze, parse_sizes
 from lectorch.flops import format_flops
+from lectorch.i18n import tr
 from lectorch.plots.einsum import ROLE_COLORS, contraction_diagram
 from lectorch.widgets import Panel, figure_html
 
@@ -79,7 +80,7 @@ def einsum_report(pattern: str, sizes: str, *, diagram: bool = True) -> str:
     )
     out = f"<table>{table}</table>"
     if diagram:
-        out += figure_html(contraction_diagram(c), alt=f"dimensions of {c.pattern}")
+        out += figure_html(contraction_diagram(c), alt=tr("dimensions of {pattern}").format(pattern=c.pattern))
     return out
 
 

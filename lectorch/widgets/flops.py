@@ -15,6 +15,7 @@ from lectorch.device import check_device, get_device
 from lectorch.flops import format_flops, matmul_flops
 from lectorch.hardware import PANEL_GPUS, get_gpu, gpu_for_device
 from lectorch.memory import format_bytes
+from lectorch.plots import tr as figure_tr
 from lectorch.plots.flops import roofline_figure
 from lectorch.roofline import (
     Roofline,
@@ -221,7 +222,7 @@ def render_roofline(gpu: str, dtype: str, m: int, k: int, n: int) -> tuple[str, 
                     f"i.e. an MFU of at most {attainable / roof.peak_flops_per_s:.3f}"),
     ]
     # A point for the figure: a MatmulPoint needs a timing, so draw the roof's value at this intensity.
-    fig = roofline_figure([roof], title=f"{spec.name}, {dtype} (datasheet)",
+    fig = roofline_figure([roof], title=figure_tr("{gpu}, {dtype} (datasheet)", gpu=spec.name, dtype=dtype),
                           intensity_range=(min(intensity, roof.ridge_point) / 30, max(intensity, roof.ridge_point) * 30))
     ax = fig.axes[0]
     ax.plot([intensity], [attainable], marker="o", ms=9, color="black", zorder=4, ls="none",

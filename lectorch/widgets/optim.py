@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from lectorch import optim, step_memory
 from lectorch.memory import format_bytes
+from lectorch.plots import tr as figure_tr
 from lectorch.plots.optim import loss_curves_figure, memory_bars_figure
 from lectorch.widgets import Panel, Recording
 
@@ -38,7 +39,7 @@ def render_loss_curves(optimizer: str, lr: float, *, steps: int = CURVE_STEPS) -
         outcome = f"{last:.3g}" if math.isfinite(last) and last < 10 * losses[0] else "diverged"
         parts.append(f"{label}: loss {losses[0]:.3g} → <b>{outcome}</b>")
     text = f"<p>{steps} full-batch steps at lr = {lr:.3g}. " + "; ".join(parts) + "</p>"
-    return text, loss_curves_figure(curves, title=f"Cruncher(16, 2) on a linear regression, lr = {lr:.3g}")
+    return text, loss_curves_figure(curves, title=figure_tr("Cruncher(16, 2) on a linear regression, lr = {lr}", lr=format(lr, ".3g")))
 
 
 #: The learning rates the static book records for every optimizer: every half decade from 1e-4 to 1.
@@ -104,7 +105,8 @@ def render_step_memory(batch: int, width: int, depth: int, dtype: str, optimizer
     text = (f"<table>{rows}<tr><td><b>all at once</b></td><td><b>{format_bytes(predicted.total)}</b></td></tr>"
             f"<tr><td>predicted peak ({timeline.peak_label})</td><td>{format_bytes(timeline.peak)}</td></tr></table>"
             f"<p>{note}</p>")
-    title = f"Cruncher({width}, {depth}), batch {batch}, {dtype}, {optimizer}"
+    title = figure_tr("Cruncher({width}, {depth}), batch {batch}, {dtype}, {optimizer}", width=width, depth=depth,
+                      batch=batch, dtype=dtype, optimizer=optimizer)
     return text, memory_bars_figure(predicted, timeline, measured_peak, title=title)
 
 
