@@ -71,6 +71,16 @@ def test_requires_python_is_what_the_book_needs():
         assert ".".join(row["python"].split(".")[:2]) in lock.SUPPORTED, row
 
 
+def test_the_weekly_job_tries_the_newest_torch_on_every_supported_python():
+    import yaml
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "torch-matrix.yml").read_text())
+    job = flow["jobs"]["newest-torch"]
+    assert tuple(job["strategy"]["matrix"]["python"]) == lock.SUPPORTED
+    assert flow[True]["schedule"], "no weekly schedule"  # YAML 1.1 reads the key `on` as True
+    assert any("NEWEST=1" in step.get("run", "") for step in job["steps"])
+
+
 def test_the_torch_internals_were_checked_on_every_release_that_passed():
     from lectorch.step_memory import _Internals
 
