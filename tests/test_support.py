@@ -84,6 +84,13 @@ def test_the_weekly_job_tries_the_newest_torch_on_every_supported_python():
     assert any("NEWEST=1" in step.get("run", "") for step in job["steps"])
 
 
+@pytest.mark.parametrize("version, works", [("3.11.4", False), ("3.11.5", True), ("3.12.1", True), ("3.13.0", False),
+                                            ("3.13.1", True), ("3.14.0", False), ("3.10.13", False)])
+def test_the_matrix_runs_only_on_a_supported_python(version, works):
+    why = torch_matrix.unsupported_python(version)
+    assert (why is None) == works and (works or "--python" in why)
+
+
 def test_the_torch_internals_were_checked_on_every_release_that_passed():
     from lectorch.step_memory import _Internals
 
