@@ -13,10 +13,11 @@ TORCH_STACK := ^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==
 STAMP  := $(VENV)/.lectorch-installed-$(ACCEL)$(if $(SYSTEM_TORCH),-system-torch)
 OUTER_SITE := import site, sys; sys.prefix != sys.base_prefix and print(*site.getsitepackages(), sep="\n")
 GPU_WHEELS ?= wheels/gpu-cp312
-# The Pythons the locks cover (tools/lock.py SUPPORTED): checked before anything is installed.
-PY_CHECK := import sys; sys.exit(not (3, 11, 5) <= sys.version_info[:3] < (3, 14))
-PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.10 is not supported: \
-  jupyter-book's theme needs 3.11.5). Install one, then e.g. PYTHON=python3.12 make book
+# The Pythons the locks cover (tools/lock.py SUPPORTED, FIRST_PATCH): checked before anything is installed.
+PY_CHECK := import sys; sys.exit(not ((3, 11, 5) <= sys.version_info[:3] < (3, 14) and sys.version_info[:3] != (3, 13, 0)))
+PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.13.1 or newer) (3.10 is not supported: \
+  jupyter-book's theme needs 3.11.5; on 3.13.0 torch.compile warns of a CPython bug that 3.13.1 fixed). \
+  Install one, then e.g. PYTHON=python3.12 make book
 # torch's CPU build comes from PyTorch's CPU wheel index, else from a local copy pip knows of; where
 # neither has it, PyPI's build of the same version (CUDA-enabled, a few GB more, runs on a CPU):
 # tools/lock.py install-cpu says which.

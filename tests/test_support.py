@@ -38,11 +38,11 @@ def _phrases() -> dict[str, tuple[str, str]]:
     """The support statements every page makes, in English and 中文, built from the source."""
     (a, b), (c, d) = sphinx_lectorch.torch_range()
     first, last = f"{a}.{b}", f"{c}.{d - 1}"
-    oldest = lock.PYTHON
-    pythons = lock.SUPPORTED
+    patch = lock.FIRST_PATCH
+    en = [p + (f" ({patch[p]} or newer)" if p in patch else "") for p in lock.SUPPORTED]
+    zh = [p + (f"（{patch[p]} 或更新）" if p in patch else "") for p in lock.SUPPORTED]
     return {
-        "python": (f"CPython {pythons[0]} ({oldest} or newer), " + ", ".join(pythons[1:-1]) + f" or {pythons[-1]}",
-                   f"CPython {pythons[0]}（{oldest} 或更新）、" + "、".join(pythons[1:-1]) + f" 或 {pythons[-1]}"),
+        "python": (f"CPython {', '.join(en[:-1])} or {en[-1]}", f"CPython {'、'.join(zh[:-1])} 或 {zh[-1]}"),
         "torch": (f"torch {first} to {last}", f"torch {first} 至 {last}"),
     }
 
@@ -68,7 +68,27 @@ def test_requires_python_is_what_the_book_needs():
     check = re.search(r"^PY_CHECK := .*\((\d+), (\d+), (\d+)\) <= sys.version_info", (ROOT / "Makefile").read_text(), re.M)
     assert ".".join(check.groups()) == lock.PYTHON
     for row in torch_matrix.load()["rows"]:  # (none before the first run)
-        assert ".".join(row["python"].split(".")[:2]) in lock.SUPPORTED, row
+        minor = ".".join(row["python"].split(".")[:2])
+        assert minor in lock.SUPPORTED, row
+        first = lock.FIRST_PATCH.get(minor, f"{minor}.0")
+        assert tuple(map(int, row["python"].split("."))) >= tuple(map(int, first.split("."))), row
+
+
+def test_the_weekly_job_tries_the_newest_torch_on_every_supported_python():
+    import yaml
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "torch-matrix.yml").read_text())
+    job = flow["jobs"]["newest-torch"]
+    assert tuple(job["strategy"]["matrix"]["python"]) == lock.SUPPORTED
+    assert flow[True]["schedule"], "no weekly schedule"  # YAML 1.1 reads the key `on` as True
+    assert any("NEWEST=1" in step.get("run", "") for step in job["steps"])
+
+
+@pytest.mark.parametrize("version, works", [("3.11.4", False), ("3.11.5", True), ("3.12.1", True), ("3.13.0", False),
+                                            ("3.13.1", True), ("3.14.0", False), ("3.10.13", False)])
+def test_the_matrix_runs_only_on_a_supported_python(version, works):
+    why = torch_matrix.unsupported_python(version)
+    assert (why is None) == works and (works or "--python" in why)
 
 
 def test_the_torch_internals_were_checked_on_every_release_that_passed():

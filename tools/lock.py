@@ -29,6 +29,10 @@ LOCKS = {"cpu": ROOT / "requirements.txt", "cuda": ROOT / "requirements-cuda.txt
 PYTHON = "3.11.5"  # the oldest Python the locks cover: soupsieve 4.1.3 (jupyter-book's theme) needs 3.11.5
 #: What the Makefile and the README name as working (and test_install.py checks).
 SUPPORTED = ("3.11", "3.12", "3.13")
+#: The first patch release the course runs on, where it is not the minor's first: on 3.13.0 torch.compile
+#: warns on stderr (Dynamo's guards cannot use dict versions: CPython bug gh-125608, fixed in 3.13.1),
+#: output a chapter does not have.
+FIRST_PATCH = {"3.11": PYTHON, "3.13": "3.13.1"}
 PLATFORM = "x86_64-manylinux_2_28"
 PYPI = "https://pypi.org/simple"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -90,6 +90,19 @@ def _dist_version(python: pathlib.Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def unsupported_python(version: str) -> str | None:
+    """Why the course does not run on CPython ``version`` (tools/lock.py), or None where it does."""
+    import lock
+
+    minor = ".".join(version.split(".")[:2])
+    first = lock.FIRST_PATCH.get(minor, f"{minor}.0")
+    if minor in lock.SUPPORTED and tuple(map(int, version.split("."))) >= tuple(map(int, first.split("."))):
+        return None
+    named = [p + (f" ({lock.FIRST_PATCH[p]} or newer)" if p in lock.FIRST_PATCH else "") for p in lock.SUPPORTED]
+    return (f"the course supports CPython {', '.join(named[:-1])} or {named[-1]}, not {version}: "
+            "name one of those with --python")
+
+
 def torch_venv(cache: pathlib.Path, base_python: str, version: str) -> pathlib.Path:
     """The cached venv of ``version`` (made once: minutes, torch with its CUDA libraries is ~3 GB)."""
     minor = ".".join(_python_version(base_python).split(".")[:2])
@@ -331,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"--release {unknown[0]}: use one of {', '.join(RELEASES)} (or --newest)")
         versions = [RELEASES[r] for r in args.release or RELEASES]
+    why = unsupported_python(_python_version(args.python))
+    if why:
+        parser.error(f"--python {args.python}: {why}")
     failed = []
     with tempfile.TemporaryDirectory(prefix="torch-matrix-") as tmp:
         work = pathlib.Path(tmp)
