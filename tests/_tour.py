@@ -17,6 +17,7 @@ request routing, which would turn the cache off: the browser itself is offline, 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
@@ -130,6 +131,11 @@ class Watcher:
         return self.seen
 
 
+def all_pages(book: Path) -> list[str]:
+    """Every HTML page of the book (both editions), as paths under it."""
+    return sorted(p.relative_to(book).as_posix() for p in book.rglob("*.html") if "_static" not in p.parts)
+
+
 def chapters(book: Path, edition: str) -> list[str]:
     """The chapter pages of ``edition`` ("" English, "zh/" Chinese), as paths under the book."""
     return sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
@@ -194,3 +200,14 @@ def visit_pages(browser, base: str, paths: list[str], *, settle_ms: int = 300) -
     finally:
         context.close()
     return found
+
+
+def page_problems(browser, base: str, book: Path, tour: dict[str, dict], edition: str) -> list[str]:
+    """What went wrong on the pages of ``edition`` ("" English, "zh/" Chinese): its chapters' as
+    ``tour`` (visit_chapters' facts) saw them, and its other pages', loaded here."""
+    mine = [path for path in all_pages(book) if path.startswith("zh/") == (edition == "zh/")]
+    numbered = {path for path in mine if re.match(rf"{edition}chapters/\d\d_", path)}
+    assert set(tour) == numbered, "the tour left out or added a chapter"
+    seen = {**tour, **visit_pages(browser, base, [path for path in mine if path not in tour])}
+    return [f"{path}: errors={facts['errors']} external={facts['external']} failed={facts['failed']}"
+            for path, facts in seen.items() if facts["errors"] or facts["external"] or facts["failed"]]

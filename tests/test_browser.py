@@ -56,10 +56,6 @@ class Visit:
             self.context.close()
 
 
-def all_pages(built_book: Path) -> list[str]:
-    return sorted(p.relative_to(built_book).as_posix() for p in built_book.rglob("*.html") if "_static" not in p.parts)
-
-
 def chapter_pages(built_book: Path) -> list[str]:
     return _tour.chapters(built_book, "")
 
