@@ -183,6 +183,39 @@ def chapter_tour(chromium, book_server, built_book, tmp_path_factory):
     return get
 
 
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory) -> dict:
+    """tests/_graded_class.py's class, graded once per run for all the pytest-xdist workers (the
+    attacks' and the walls' tests read the same run): the first worker to ask grades it and leaves
+    the result beside the shared book, the others wait for it and read it. Skips without bubblewrap."""
+    import pickle
+
+    from filelock import FileLock
+
+    import _graded_class
+    from _grading_course import HAVE_BWRAP
+
+    if not HAVE_BWRAP:
+        pytest.skip("bubblewrap is not usable here")
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # shared by the workers of this run
+    result, failed = run_dir / "graded-class.pickle", run_dir / "graded-class.FAILED"
+    with FileLock(str(run_dir / "graded-class.lock")):
+        if failed.exists():
+            pytest.fail(f"grading the class failed in another worker:\n{failed.read_text()}")
+        if not result.exists():
+            try:
+                graded = _graded_class.grade_class(run_dir / "graded-class")
+            except Exception:
+                import traceback
+
+                failed.write_text(traceback.format_exc()[-6000:])
+                raise
+            result.write_bytes(pickle.dumps(graded))
+    return pickle.loads(result.read_bytes())
+
+
 @pytest.fixture(autouse=True)
 def _fresh_exercise_attempts():
     """Every test starts with no earlier failures on record, so graded hints start from the first."""
