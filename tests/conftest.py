@@ -35,7 +35,7 @@ def book_edition(tmp_path_factory):
     templates), built from clean with zero warnings.
 
     What `make book` built is reused while its stamp matches the sources (chapters, catalogs,
-    config, tools, vendor, lectorch, the installed packages); otherwise the edition is built once,
+    config, the book's tools, vendor, lectorch, the installed packages); otherwise the edition is built once,
     into its place under _build (so the next `make book` or run reuses it): the first pytest-xdist
     worker to ask builds it, the others wait and reuse it, and a failed build fails them all at once.
     A book built with the chapters executed (`make book EXECUTE=1`) is left alone: the tests build
