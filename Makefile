@@ -86,15 +86,15 @@ lock:
 	@test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet uv==0.13.9; }
 	PATH="$(CURDIR)/.venv-lock/bin:$$PATH" .venv-lock/bin/python tools/lock.py cpu cuda
 
-# The wheels of tools/gpu_box/carried.txt (what the GPU box lacks), for cp312 manylinux x86-64.
+# The wheels of tools/gpu/carried.txt (what the GPU box lacks), for cp312 manylinux x86-64.
 gpu-wheels:
-	$(PYTHON) tools/gpu_box.py wheels $(GPU_WHEELS)
+	$(PYTHON) tools/gpu/gpu_box.py wheels $(GPU_WHEELS)
 
 # The box's run rehearsed on a replica of its python3 (cached outside the repository; the first run
 # downloads torch 2.11 with its CUDA libraries, ~3 GB): every step but the GPU's, nbval over every
 # chapter included. Slow on a small CPU; not part of `make test`.
 gpu-rehearsal:
-	nice $(PYTHON) tools/gpu_rehearsal.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+	nice $(PYTHON) tools/gpu/gpu_rehearsal.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 
 # Each torch release of tools/torch_matrix.py's RELEASES in its own venv (cached outside the repository;
 # the first run downloads each torch, ~3 GB with its CUDA libraries): the course's wheel installed
@@ -107,10 +107,10 @@ torch-matrix: $(STAMP)
 # into .venv-gpu/ on PYTHONPATH. DRY_RUN=1 walks the same steps here with $(VENV)'s Python.
 ifdef DRY_RUN
 gpu-check: $(STAMP)
-	$(BIN)/python tools/gpu_check.py --dry-run --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+	$(BIN)/python tools/gpu/gpu_check.py --dry-run --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 else
 gpu-check:
-	$(PYTHON) tools/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+	$(PYTHON) tools/gpu/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 endif
 
 # The self-study book and the class book (EDITION=self-study or EDITION=class for one), each in

@@ -42,7 +42,7 @@ from typing import Any
 #: Environment variable naming another folder of reference runs (default: the repository's).
 REFERENCE_DIR_ENV = "LECTORCH_REFERENCE_DIR"
 
-#: The sizes ``make gpu-check`` measures at on a GPU (tools/gpu_check.py reads them from here), which
+#: The sizes ``make gpu-check`` measures at on a GPU (tools/gpu/gpu_check.py reads them from here), which
 #: the keys name and the predictions assume.
 MATMUL_BF16_SIZES = (1024, 2048, 4096, 8192)  # matmul_bf16_<n>
 MATMUL_FP32_SIZE = 8192                        # matmul_fp32_<n>, matmul_tf32_<n>

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 # A property is about values, not speed: with every core busy one example can take a second, which
 # hypothesis's default deadline (200 ms) would report as a failure.

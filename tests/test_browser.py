@@ -269,11 +269,9 @@ def test_a_panel_that_cannot_run_in_the_page_is_a_disabled_snapshot(browser, ser
     the page and no recording) is tried on a small page made by the book's own renderer
     (sphinx_lectorch.panel_html) with the book's page script: beside a live panel that starts, the
     snapshot keeps its controls disabled, says it is a snapshot, and shows its stored result."""
-    import sys
 
     import ipywidgets as w
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     import sphinx_lectorch
     from lectorch.widgets import control_spec
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import re
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -24,7 +23,6 @@ browser = test_browser.browser
 book, base = test_browser_reader.book, test_browser_reader.base
 PHONE, DESKTOP = test_browser_reader.PHONE, test_browser_reader.DESKTOP
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 import book_light  # noqa: E402
 import serve  # noqa: E402

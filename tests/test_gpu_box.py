@@ -15,7 +15,6 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 import gpu_box  # noqa: E402
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import nbformat
@@ -22,8 +21,6 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
 import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402

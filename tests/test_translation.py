@@ -16,13 +16,11 @@ import html
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import i18n  # noqa: E402
 import sphinx_lectorch_i18n as ui  # noqa: E402
 
