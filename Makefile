@@ -99,7 +99,7 @@ gpu-rehearsal:
 # Each torch release of tools/torch_matrix.py's RELEASES in its own venv (cached outside the repository;
 # the first run downloads each torch, ~3 GB with its CUDA libraries): the course's wheel installed
 # beside it with its dependencies (torch kept), the unit tests and nbval over every chapter on the CPU;
-# writes benchmarks/torch-matrix.json and the README's table. Not part of `make test`.
+# writes benchmarks/torch-matrix.json (the running page's table). Not part of `make test`.
 torch-matrix: $(STAMP)
 	nice $(BIN)/python tools/torch_matrix.py $(addprefix --release ,$(RELEASE)) $(if $(NEWEST),--newest)
 

@@ -27,7 +27,7 @@ matmul_bf16_8192  at most 989.5 TFLOP/s (MFU ≤ 1), at least 1.11 ms: compute-b
 no GPU run is recorded in this book: compare the prediction with what your own GPU measured above
 
 Without a committed run the table is only the prediction: a reader compares it with their own
-measurement (the chapter's cell above it). How a maintainer records a run: the README's "On a GPU".
+measurement (the chapter's cell above it). How a maintainer records a run: tools/gpu/README.md.
 """
 
 from __future__ import annotations

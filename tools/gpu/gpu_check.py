@@ -1,4 +1,4 @@
-"""The whole GPU validation of the course in one call: `make gpu-check` (see README, "On a GPU").
+"""The whole GPU validation of the course in one call: `make gpu-check` (tools/gpu/README.md).
 
     python3 tools/gpu/gpu_check.py --out OUT [--wheels wheels/gpu-cp312]   # on the GPU box
     python3 tools/gpu/gpu_check.py --cpu --out OUT                          # every step for real, on a CPU
