@@ -161,22 +161,14 @@ test: $(STAMP) $(LAB_STAMP)
 rehearse: $(STAMP) $(LAB_STAMP)
 	$(BIN)/python -m pytest $(XDIST) -m rehearsal --durations=10
 
-# The edit loop, one worker per core (UNIT_WORKERS=N: N workers, 0: in one process; the extra worker
-# of `make test` fills waits this loop does not have, and each worker's ~9 s collection made 3 workers
-# on 2 cores slower: 78 s, against 48 s with 2): lint, doctests and
-# unit tests of lectorch; no book (a test that asks for a built edition is marked `book` by
-# tests/conftest.py), no browser, no notebook runs, none of the tests marked `slow` (runs of many torch
-# processes: a run killed three times, DDP, the grading CLI's shards and stops)
-# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
-# chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
-NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
-  test_lab.py test_gpu_box.py
+# The edit loop: lint, doctests and unit tests, one worker per core (UNIT_WORKERS=N: N workers, 0: in
+# one process). No book, browser, notebook kernel or many-process run: tests marked `book`, `browser`,
+# `slow` or `rehearsal` are left out (pyproject.toml's markers).
 UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 unit: $(STAMP)
 	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow and not rehearsal" -q \
-	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder) \
-	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
+	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 execute: $(STAMP)
 	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \

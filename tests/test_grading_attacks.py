@@ -28,6 +28,9 @@ from grading import cgroups, collect, fstree, readback, report as reports, sandb
 from _graded_class import EVIL_NAME, LIMIT_GIB, TIMEOUT, marked_processes, sha  # noqa: E402
 from _grading_course import (CGROUP, HAVE_BWRAP, honest, make_course, needs_bwrap, notebook, run_grader, status_of) # noqa: E402
 
+# grades a class in sandboxed kernels: left out of `make unit`
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):

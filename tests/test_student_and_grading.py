@@ -17,6 +17,9 @@ import grade  # noqa: E402
 import grading  # noqa: E402
 import student_edition  # noqa: E402
 
+# runs notebooks in kernels (the student edition, the grader): left out of `make unit`
+pytestmark = pytest.mark.slow
+
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_00 = ROOT / "chapters" / "00_napkin_math.ipynb"
 
