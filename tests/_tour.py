@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+EDITIONS = ("", "zh/")  # the book's English and 中文 prefixes
 
 #: JavaScript: what each panel of a page shows once its script ran.
 PANELS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p => {
@@ -211,3 +212,38 @@ def page_problems(browser, base: str, book: Path, tour: dict[str, dict], edition
     seen = {**tour, **visit_pages(browser, base, [path for path in mine if path not in tour])}
     return [f"{path}: errors={facts['errors']} external={facts['external']} failed={facts['failed']}"
             for path, facts in seen.items() if facts["errors"] or facts["external"] or facts["failed"]]
+
+
+def open_page(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
+    """``path`` opened in a context of its own at ``viewport`` (a phone's touch when ``touch``),
+    settled half a second: (context, page)."""
+    context = browser.new_context(viewport=viewport, has_touch=touch, is_mobile=touch)
+    # offline: the browser resolves no host but 127.0.0.1 (tests/conftest.py's CHROMIUM_FLAGS)
+    page = context.new_page()
+    page.goto(f"{base}/{path}", wait_until="load")
+    page.wait_for_timeout(500)
+    return context, page
+
+
+class Visit:
+    """One page opened offline: console errors, page errors, failed and external requests.
+
+    In a context of its own, or in ``context`` (pages of one context share its HTTP cache: the
+    book's scripts load once). Nothing is routed, which would turn that cache off: the browser is
+    offline (tests/conftest.py's ``--host-resolver-rules``), and a request for another host is
+    recorded in ``external``."""
+
+    def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000, context=None):
+        self.path = path
+        self.own_context = context is None
+        self.context = browser.new_context() if context is None else context
+        self.page = self.context.new_page()
+        seen = Watcher(self.page, base).seen
+        self.errors, self.external, self.failed = seen["errors"], seen["external"], seen["failed"]
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
+
+    def close(self):
+        self.page.close()
+        if self.own_context:
+            self.context.close()

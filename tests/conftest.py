@@ -130,6 +130,29 @@ def book_server(built_book) -> str:
 
 
 @pytest.fixture(scope="session")
+def browser(chromium):
+    """The browser tests' name for the worker's one Chromium."""
+    return chromium
+
+
+@pytest.fixture(scope="session")
+def book(built_book) -> Path:
+    """The browser tests' name for the reader's book (its html folder)."""
+    return built_book
+
+
+@pytest.fixture(scope="session")
+def server(book_server) -> str:
+    """The base URL of the worker's book server (``base`` in the reader's tests)."""
+    return book_server
+
+
+@pytest.fixture(scope="session")
+def base(book_server) -> str:
+    return book_server
+
+
+@pytest.fixture(scope="session")
 def chapter_tour(chromium, book_server, built_book, tmp_path_factory):
     """``chapter_tour(edition)``: tests/_tour.py's facts of every chapter page of the edition ("" or
     "zh/"), {path: facts}, gathered once per run for all the pytest-xdist workers: the first worker

@@ -15,36 +15,16 @@ import pytest
 pytestmark = pytest.mark.browser
 
 import _tour  # noqa: E402  (tests/ is on sys.path)
-import test_browser  # noqa: E402
-
-browser = test_browser.browser  # the same offline browser fixture (one definition)
 
 ROOT = Path(__file__).resolve().parent.parent
 PHONE, DESKTOP = _tour.PHONE, _tour.DESKTOP
-EDITIONS = ("", "zh/")
-
-
-@pytest.fixture(scope="module")
-def book(built_book) -> Path:
-    return built_book
-
-
-@pytest.fixture(scope="module")
-def base(book_server: str) -> str:
-    """The base URL of the worker's book server (tests/conftest.py's ``book_server``)."""
-    return book_server
+EDITIONS = _tour.EDITIONS
 
 
 _chapters = _tour.chapters
 
 
-def _open(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
-    context = browser.new_context(viewport=viewport, has_touch=touch, is_mobile=touch)
-    # offline: the browser resolves no host but 127.0.0.1 (tests/conftest.py's CHROMIUM_FLAGS)
-    page = context.new_page()
-    page.goto(f"{base}/{path}", wait_until="load")
-    page.wait_for_timeout(500)
-    return context, page
+_open = _tour.open_page
 
 
 VISIBLE_CHAPTER_LINKS = """() => Array.from(document.querySelectorAll('nav.bd-docs-nav a.reference'))

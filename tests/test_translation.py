@@ -191,7 +191,7 @@ def test_cjk_font_subset_covers_the_translation():
 
 # ------------------------------------------------------------------------ in the browser
 
-from test_browser import Visit, browser, server  # noqa: E402,F401  (the same offline browser)
+from _tour import Visit  # noqa: E402
 
 
 @pytest.mark.browser
