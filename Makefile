@@ -18,14 +18,9 @@ PY_CHECK := import sys; sys.exit(not ((3, 11, 5) <= sys.version_info[:3] < (3, 1
 PY_HELP  := the course needs CPython 3.11 (3.11.5 or newer), 3.12 or 3.13 (3.13.1 or newer) (3.10 is not supported: \
   jupyter-book's theme needs 3.11.5; on 3.13.0 torch.compile warns of a CPython bug that 3.13.1 fixed). \
   Install one, then e.g. PYTHON=python3.12 make book
-# torch's CPU build comes from PyTorch's CPU wheel index, else from a local copy pip knows of; where
-# neither has it, PyPI's build of the same version (CUDA-enabled, a few GB more, runs on a CPU):
-# tools/lock.py install-cpu says which.
+# torch's CPU build: this index, else a local copy, else PyPI's build (tools/lock.py install-cpu says which)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
-# pip keeps its cache (no --no-cache-dir anywhere): a second venv (another clone, PYTHON=python3.12)
-# reuses what the first downloaded from an index. Wheels that pip finds in a local folder or file://
-# index (find-links) are installed from there and not copied into the cache, so on a machine that
-# has every wheel locally `pip cache info` shows no HTTP files, only the wheels pip built from sdists.
+# pip keeps its cache (CONTRIBUTING.md, "The Makefile")
 PIP := -m pip install --quiet --disable-pip-version-check
 # What `make test` and `make unit` lint (pyproject.toml's [tool.ruff] rules)
 LINT := lectorch tests tools grading benchmarks
@@ -87,42 +82,30 @@ lock:
 	@test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet uv==0.13.9; }
 	PATH="$(CURDIR)/.venv-lock/bin:$$PATH" .venv-lock/bin/python tools/lock.py cpu cuda
 
-# The wheels of tools/gpu_box/carried.txt (what the GPU box lacks), for cp312 manylinux x86-64.
+# The wheels of tools/gpu/carried.txt (what the GPU box lacks), for cp312 manylinux x86-64.
 gpu-wheels:
-	$(PYTHON) tools/gpu_box.py wheels $(GPU_WHEELS)
+	$(PYTHON) tools/gpu/gpu_box.py wheels $(GPU_WHEELS)
 
-# The box's run rehearsed on a replica of its python3 (cached outside the repository; the first run
-# downloads torch 2.11 with its CUDA libraries, ~3 GB): every step but the GPU's, nbval over every
-# chapter included. Slow on a small CPU; not part of `make test`.
+# The GPU box's run on a replica of its python3, on this CPU (tools/gpu/README.md); not part of `make test`.
 gpu-rehearsal:
-	nice $(PYTHON) tools/gpu_rehearsal.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+	nice $(PYTHON) tools/gpu/gpu_rehearsal.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 
-# Each torch release of tools/torch_matrix.py's RELEASES in its own venv (cached outside the repository;
-# the first run downloads each torch, ~3 GB with its CUDA libraries): the course's wheel installed
-# beside it with its dependencies (torch kept), the unit tests and nbval over every chapter on the CPU;
-# writes benchmarks/torch-matrix.json and the README's table. Not part of `make test`.
+# The unit tests and every chapter on each torch release of tools/torch_matrix.py (CONTRIBUTING.md);
+# writes benchmarks/torch-matrix.json, the running page's table. Not part of `make test`.
 torch-matrix: $(STAMP)
 	nice $(BIN)/python tools/torch_matrix.py $(addprefix --release ,$(RELEASE)) $(if $(NEWEST),--newest)
 
-# On the GPU box its python3 (with a CUDA torch) runs the check, which installs the carried wheels
-# into .venv-gpu/ on PYTHONPATH. DRY_RUN=1 walks the same steps here with $(VENV)'s Python.
+# On the GPU box, with its python3 (tools/gpu/README.md); DRY_RUN=1: the same steps here, with $(VENV)'s Python.
 ifdef DRY_RUN
 gpu-check: $(STAMP)
-	$(BIN)/python tools/gpu_check.py --dry-run --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+	$(BIN)/python tools/gpu/gpu_check.py --dry-run --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 else
 gpu-check:
-	$(PYTHON) tools/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
+	$(PYTHON) tools/gpu/gpu_check.py --wheels $(GPU_WHEELS) $(if $(OUT),--out $(OUT))
 endif
 
-# The self-study book and the class book (EDITION=self-study or EDITION=class for one), each in
-# English and 中文, from the notebooks' stored outputs (the ones nbval checks), from clean, the
-# editions side by side (each Sphinx build uses one core; each edition has its own folder); each is
-# skipped in a second when its stamp says its sources are unchanged (tools/build_book.py), and
-# `make test` reuses both. EXECUTE=1: the self-study book's chapters executed here (jupyter-cache) first.
-# The class book (solutions replaced by stubs, tools/class_edition.py) goes to _build/class/html.
-# The default also extracts the English messages (_build/gettext, Sphinx's gettext builder), which
-# `make test` compares with the catalogs and `make translations` merges: both reuse it while the
-# English is unchanged.
+# The self-study book, the class book and the English messages, side by side, each skipped while its
+# stamp matches its inputs (tools/build_book.py; CONTRIBUTING.md, "The book and the other targets").
 EDITION ?= all
 BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class gettext,$(if $(filter class,$(EDITION)),class,book))
 book: $(STAMP)
@@ -133,8 +116,7 @@ book: $(STAMP)
 	  pids="$$pids $$!"; done; status=0; for pid in $$pids; do wait $$pid || status=1; done; exit $$status
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html; the class book: _build/class/html)."
 
-# The built book on 127.0.0.1, text gzip-compressed as GitHub Pages and most hosts send it
-# (tools/serve.py; SERVE_PORT=8001 for another port).
+# The built book on 127.0.0.1, gzip-compressed as hosts send it (SERVE_PORT=8001 for another port).
 SERVE_PORT ?= 8000
 serve: $(STAMP)
 	@test -f _build/html/index.html || { echo "no book in _build/html: run make book first"; exit 2; }
@@ -145,39 +127,26 @@ translations: $(STAMP)
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py status
 
-# On every core and one worker more (pytest-xdist; -n auto: conftest.py's pytest_xdist_auto_num_workers;
-# a file's tests stay on one worker, so its module fixtures run once; the slowest files start first:
-# conftest.py's SLOWEST_FIRST); the workers share the book `make book` built (reused while its stamp
-# matches, tests/conftest.py). TEST_WORKERS=N: N workers; TEST_WORKERS=0: in one process.
+# Everything but the rehearsals, on pytest-xdist workers (conftest.py says how many and in which
+# order) that share the book `make book` built. TEST_WORKERS=N: N workers; 0: in one process.
 TEST_WORKERS ?= auto
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP) $(LAB_STAMP)
 	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest $(XDIST) -m "not rehearsal" --durations=25
 
-# A user's whole paths run for real, minutes each (tests marked `rehearsal`): a fresh venv installed
-# from the built wheel, the GPU box's check dry-run, JupyterLab, DDP, a run killed three times, a
-# class graded in four shards, a class of shortcuts graded, two graders on one host. CI runs it after
-# `make test`.
+# A user's whole paths run for real, minutes each (tests marked `rehearsal`); CI runs it after `make test`.
 rehearse: $(STAMP) $(LAB_STAMP)
 	$(BIN)/python -m pytest $(XDIST) -m rehearsal --durations=10
 
-# The edit loop, one worker per core (UNIT_WORKERS=N: N workers, 0: in one process; the extra worker
-# of `make test` fills waits this loop does not have, and each worker's ~9 s collection made 3 workers
-# on 2 cores slower: 78 s, against 48 s with 2): lint, doctests and
-# unit tests of lectorch; no book (a test that asks for a built edition is marked `book` by
-# tests/conftest.py), no browser, no notebook runs, none of the tests marked `slow` (runs of many torch
-# processes: a run killed three times, DDP, the grading CLI's shards and stops)
-# (the tests below run notebooks in kernels: grading, the student edition, the GPU-check dry run, a
-# chapter in a bare venv, JupyterLab's kernel; and the GPU-box guard's import probe of everything).
-NOTEBOOK_TESTS := test_student_and_grading.py test_grading_attacks.py test_gpu_check.py test_bare_venv.py \
-  test_lab.py test_gpu_box.py
+# The edit loop: lint, doctests and unit tests, one worker per core (UNIT_WORKERS=N: N workers, 0: in
+# one process). No book, browser, notebook kernel or many-process run: tests marked `book`, `browser`,
+# `slow` or `rehearsal` are left out (pyproject.toml's markers).
 UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 unit: $(STAMP)
 	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow and not rehearsal" -q \
-	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder) \
-	  $(addprefix --ignore=tests/,$(NOTEBOOK_TESTS))
+	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 execute: $(STAMP)
 	@for nb in $(NB); do echo "executing $$nb"; $(BIN)/jupyter execute --inplace "$$nb" || exit 1; \

@@ -74,10 +74,11 @@ def pytest_configure(config: pytest.Config) -> None:
 SLOWEST_FIRST = [  # summed durations of `make test` on 2 cores (pytest --junitxml, a busy machine), in s
     "tests/test_class_edition.py",         # 206: builds the editions when `make book` has not
     "tests/test_student_and_grading.py",   # 142
-    "tests/test_grading_walls.py",         # 94
+    "tests/test_grading_attacks.py",       # 90: the class graded for both files (tests/_graded_class.py)
     "tests/test_grading_review.py",        # 91
-    "tests/test_grading_attacks.py",       # 89
-    "tests/test_browser_pages.py",         # 76: both editions' chapter visits (tests/_tour.py) and the rest
+    "tests/test_grading_walls.py",         # 60: waits for that class, then its own tests
+    "tests/test_browser_pages.py",         # 50: the English chapters' visit (tests/_tour.py) and pages
+    "tests/test_browser_pages_zh.py",      # 50: the same of the 中文 edition, on another worker
     "tests/test_browser_light.py",         # 54
     "tests/test_exercises_matrix.py",      # 44
     "tests/test_browser_reader.py",        # 41

@@ -27,7 +27,7 @@ matmul_bf16_8192  at most 989.5 TFLOP/s (MFU ≤ 1), at least 1.11 ms: compute-b
 no GPU run is recorded in this book: compare the prediction with what your own GPU measured above
 
 Without a committed run the table is only the prediction: a reader compares it with their own
-measurement (the chapter's cell above it). How a maintainer records a run: the README's "On a GPU".
+measurement (the chapter's cell above it). How a maintainer records a run: tools/gpu/README.md.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any
 #: Environment variable naming another folder of reference runs (default: the repository's).
 REFERENCE_DIR_ENV = "LECTORCH_REFERENCE_DIR"
 
-#: The sizes ``make gpu-check`` measures at on a GPU (tools/gpu_check.py reads them from here), which
+#: The sizes ``make gpu-check`` measures at on a GPU (tools/gpu/gpu_check.py reads them from here), which
 #: the keys name and the predictions assume.
 MATMUL_BF16_SIZES = (1024, 2048, 4096, 8192)  # matmul_bf16_<n>
 MATMUL_FP32_SIZE = 8192                        # matmul_fp32_<n>, matmul_tf32_<n>

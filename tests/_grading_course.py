@@ -15,8 +15,6 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
 import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, sandbox  # noqa: E402

@@ -6,10 +6,7 @@ check also runs."""
 from __future__ import annotations
 
 import functools
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import grading  # noqa: E402
 from lectorch.exercises import get_exercise  # noqa: E402
 

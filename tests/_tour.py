@@ -17,9 +17,11 @@ request routing, which would turn the cache off: the browser itself is offline, 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+EDITIONS = ("", "zh/")  # the book's English and 中文 prefixes
 
 #: JavaScript: what each panel of a page shows once its script ran.
 PANELS = """() => Array.from(document.querySelectorAll('.lectorch-panel')).map(p => {
@@ -130,6 +132,11 @@ class Watcher:
         return self.seen
 
 
+def all_pages(book: Path) -> list[str]:
+    """Every HTML page of the book (both editions), as paths under it."""
+    return sorted(p.relative_to(book).as_posix() for p in book.rglob("*.html") if "_static" not in p.parts)
+
+
 def chapters(book: Path, edition: str) -> list[str]:
     """The chapter pages of ``edition`` ("" English, "zh/" Chinese), as paths under the book."""
     return sorted(f"{edition}chapters/{p.name}" for p in (book / edition / "chapters").glob("[0-9][0-9]_*.html"))
@@ -194,3 +201,49 @@ def visit_pages(browser, base: str, paths: list[str], *, settle_ms: int = 300) -
     finally:
         context.close()
     return found
+
+
+def page_problems(browser, base: str, book: Path, tour: dict[str, dict], edition: str) -> list[str]:
+    """What went wrong on the pages of ``edition`` ("" English, "zh/" Chinese): its chapters' as
+    ``tour`` (visit_chapters' facts) saw them, and its other pages', loaded here."""
+    mine = [path for path in all_pages(book) if path.startswith("zh/") == (edition == "zh/")]
+    numbered = {path for path in mine if re.match(rf"{edition}chapters/\d\d_", path)}
+    assert set(tour) == numbered, "the tour left out or added a chapter"
+    seen = {**tour, **visit_pages(browser, base, [path for path in mine if path not in tour])}
+    return [f"{path}: errors={facts['errors']} external={facts['external']} failed={facts['failed']}"
+            for path, facts in seen.items() if facts["errors"] or facts["external"] or facts["failed"]]
+
+
+def open_page(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
+    """``path`` opened in a context of its own at ``viewport`` (a phone's touch when ``touch``),
+    settled half a second: (context, page)."""
+    context = browser.new_context(viewport=viewport, has_touch=touch, is_mobile=touch)
+    # offline: the browser resolves no host but 127.0.0.1 (tests/conftest.py's CHROMIUM_FLAGS)
+    page = context.new_page()
+    page.goto(f"{base}/{path}", wait_until="load")
+    page.wait_for_timeout(500)
+    return context, page
+
+
+class Visit:
+    """One page opened offline: console errors, page errors, failed and external requests.
+
+    In a context of its own, or in ``context`` (pages of one context share its HTTP cache: the
+    book's scripts load once). Nothing is routed, which would turn that cache off: the browser is
+    offline (tests/conftest.py's ``--host-resolver-rules``), and a request for another host is
+    recorded in ``external``."""
+
+    def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000, context=None):
+        self.path = path
+        self.own_context = context is None
+        self.context = browser.new_context() if context is None else context
+        self.page = self.context.new_page()
+        seen = Watcher(self.page, base).seen
+        self.errors, self.external, self.failed = seen["errors"], seen["external"], seen["failed"]
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
+
+    def close(self):
+        self.page.close()
+        if self.own_context:
+            self.context.close()

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 # A property is about values, not speed: with every core busy one example can take a second, which
 # hypothesis's default deadline (200 ms) would report as a failure.
@@ -35,7 +32,7 @@ def book_edition(tmp_path_factory):
     templates), built from clean with zero warnings.
 
     What `make book` built is reused while its stamp matches the sources (chapters, catalogs,
-    config, tools, vendor, lectorch, the installed packages); otherwise the edition is built once,
+    config, the book's tools, vendor, lectorch, the installed packages); otherwise the edition is built once,
     into its place under _build (so the next `make book` or run reuses it): the first pytest-xdist
     worker to ask builds it, the others wait and reuse it, and a failed build fails them all at once.
     A book built with the chapters executed (`make book EXECUTE=1`) is left alone: the tests build
@@ -133,6 +130,29 @@ def book_server(built_book) -> str:
 
 
 @pytest.fixture(scope="session")
+def browser(chromium):
+    """The browser tests' name for the worker's one Chromium."""
+    return chromium
+
+
+@pytest.fixture(scope="session")
+def book(built_book) -> Path:
+    """The browser tests' name for the reader's book (its html folder)."""
+    return built_book
+
+
+@pytest.fixture(scope="session")
+def server(book_server) -> str:
+    """The base URL of the worker's book server (``base`` in the reader's tests)."""
+    return book_server
+
+
+@pytest.fixture(scope="session")
+def base(book_server) -> str:
+    return book_server
+
+
+@pytest.fixture(scope="session")
 def chapter_tour(chromium, book_server, built_book, tmp_path_factory):
     """``chapter_tour(edition)``: tests/_tour.py's facts of every chapter page of the edition ("" or
     "zh/"), {path: facts}, gathered once per run for all the pytest-xdist workers: the first worker
@@ -181,6 +201,39 @@ def chapter_tour(chromium, book_server, built_book, tmp_path_factory):
         return seen[edition]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory) -> dict:
+    """tests/_graded_class.py's class, graded once per run for all the pytest-xdist workers (the
+    attacks' and the walls' tests read the same run): the first worker to ask grades it and leaves
+    the result beside the shared book, the others wait for it and read it. Skips without bubblewrap."""
+    import pickle
+
+    from filelock import FileLock
+
+    import _graded_class
+    from _grading_course import HAVE_BWRAP
+
+    if not HAVE_BWRAP:
+        pytest.skip("bubblewrap is not usable here")
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # shared by the workers of this run
+    result, failed = run_dir / "graded-class.pickle", run_dir / "graded-class.FAILED"
+    with FileLock(str(run_dir / "graded-class.lock")):
+        if failed.exists():
+            pytest.fail(f"grading the class failed in another worker:\n{failed.read_text()}")
+        if not result.exists():
+            try:
+                graded = _graded_class.grade_class(run_dir / "graded-class")
+            except Exception:
+                import traceback
+
+                failed.write_text(traceback.format_exc()[-6000:])
+                raise
+            result.write_bytes(pickle.dumps(graded))
+    return pickle.loads(result.read_bytes())
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,4 @@
-"""Inputs that cannot hurt: each bad input of issue 15 is refused up front with an error that names
-the argument (tools/probe_inputs.py re-probes the whole public API and counts the outcomes)."""
+"""Inputs that cannot hurt: each bad input is refused up front with an error that names the argument."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402
 
 CALLS: list[Path] = []
@@ -65,6 +64,34 @@ def test_a_real_change_rebuilds_and_nothing_else_does(tree):
         seen.add(now)
     (tree / "chapters" / "11_new.ipynb").write_text("{}")                            # a new file
     assert build_book.digest("book", {}) not in seen
+
+
+def test_only_the_books_tools_rebuild_it(tree):
+    before = build_book.digest("book", {})
+    for name in ("gpu/gpu_check.py", "gpu/carried.txt", "lock.py", "grade.py"):  # no page reads them
+        (tree / "tools" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / "tools" / name).write_text((ROOT / "tools" / name).read_text() + "\n# edited\n")
+    assert build_book.digest("book", {}) == before
+    page_code = tree / "tools" / "sphinx_lectorch.py"
+    page_code.write_text(page_code.read_text() + "\n")
+    assert build_book.digest("book", {}) != before
+
+
+def test_the_books_tools_import_only_the_books_tools():
+    import ast
+
+    book = {Path(path).stem for path in build_book.BOOK_TOOLS if path.endswith(".py")}
+    tools = {path.stem for path in (ROOT / "tools").glob("*.py")}
+    for name in sorted(book):
+        tree = ast.parse((ROOT / "tools" / f"{name}.py").read_text(encoding="utf-8"))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        assert imported & tools <= book, f"tools/{name}.py imports {sorted(imported & tools - book)}, which " \
+            "build_book.BOOK_TOOLS leaves out: add it there, or the book goes stale when it changes"
+    for path in build_book.BOOK_TOOLS:
+        assert (ROOT / path).exists(), f"build_book.BOOK_TOOLS names {path}, which is not there"
 
 
 def test_the_gettext_templates_do_not_depend_on_the_translations(tree):

@@ -19,47 +19,6 @@ import _tour  # tests/ is on sys.path
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def browser(chromium):
-    """The worker's one headless Chromium (tests/conftest.py's ``chromium``, shared by every browser
-    test file; a missing one skips or, with LECTORCH_REQUIRE_BROWSER=1, fails)."""
-    return chromium
-
-
-@pytest.fixture(scope="module")
-def server(book_server: str) -> str:
-    """The base URL of the worker's book server (tests/conftest.py's ``book_server``)."""
-    return book_server
-
-
-class Visit:
-    """One page opened offline: console errors, page errors, failed and external requests.
-
-    In a context of its own, or in ``context`` (pages of one context share its HTTP cache: the
-    book's scripts load once). Nothing is routed, which would turn that cache off: the browser is
-    offline (tests/conftest.py's ``--host-resolver-rules``), and a request for another host is
-    recorded in ``external``."""
-
-    def __init__(self, browser, base: str, path: str, *, settle_ms: int = 1000, context=None):
-        self.path = path
-        self.own_context = context is None
-        self.context = browser.new_context() if context is None else context
-        self.page = self.context.new_page()
-        seen = _tour.Watcher(self.page, base).seen
-        self.errors, self.external, self.failed = seen["errors"], seen["external"], seen["failed"]
-        self.page.goto(f"{base}/{path}", wait_until="load")
-        self.page.wait_for_timeout(settle_ms)  # let deferred scripts (widgets, MathJax) run and report errors
-
-    def close(self):
-        self.page.close()
-        if self.own_context:
-            self.context.close()
-
-
-def all_pages(built_book: Path) -> list[str]:
-    return sorted(p.relative_to(built_book).as_posix() for p in built_book.rglob("*.html") if "_static" not in p.parts)
-
-
 def chapter_pages(built_book: Path) -> list[str]:
     return _tour.chapters(built_book, "")
 
@@ -94,7 +53,7 @@ def test_every_chapter_renders_its_figures_widgets_math_and_solutions(chapter_to
 
 
 def test_search_finds_a_chapter(browser, server):
-    visit = Visit(browser, server, "search.html?q=napkin")
+    visit = _tour.Visit(browser, server, "search.html?q=napkin")
     try:
         visit.page.wait_for_selector("#search-results li", timeout=15000)
         assert visit.page.locator("#search-results li").count() > 0
@@ -191,7 +150,7 @@ def test_live_panels_agree_with_lectorch(browser, server, built_book):
     for path in chapter_pages(built_book):
         if "data-live=" not in (built_book / path).read_text(encoding="utf-8"):
             continue
-        visit = Visit(browser, server, path, settle_ms=0, context=context)
+        visit = _tour.Visit(browser, server, path, settle_ms=0, context=context)
         try:
             page = visit.page
             page.wait_for_selector(".lectorch-panel.lp-ready", timeout=10000)
@@ -231,7 +190,7 @@ def test_live_panels_agree_with_lectorch(browser, server, built_book):
 
 def test_napkin_panel_follows_its_controls(browser, server, built_book):
     """The issue's reproduction: RTX 4090 and 700M parameters change the result; readouts are round."""
-    visit = Visit(browser, server, "chapters/00_napkin_math.html")
+    visit = _tour.Visit(browser, server, "chapters/00_napkin_math.html")
     try:
         page = visit.page
         page.wait_for_selector(".lectorch-panel.lp-ready", timeout=10000)
@@ -273,11 +232,9 @@ def test_a_panel_that_cannot_run_in_the_page_is_a_disabled_snapshot(browser, ser
     the page and no recording) is tried on a small page made by the book's own renderer
     (sphinx_lectorch.panel_html) with the book's page script: beside a live panel that starts, the
     snapshot keeps its controls disabled, says it is a snapshot, and shows its stored result."""
-    import sys
 
     import ipywidgets as w
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     import sphinx_lectorch
     from lectorch.widgets import control_spec
 
@@ -400,7 +357,7 @@ def test_a_tapped_figure_opens_enlarged_and_closes(browser, server):
 
 def test_code_wraps_when_printed(browser, server):
     """The print stylesheet wraps long code lines, so print/PDF loses nothing to the right."""
-    visit = Visit(browser, server, "chapters/05_flops_mfu.html", settle_ms=0)
+    visit = _tour.Visit(browser, server, "chapters/05_flops_mfu.html", settle_ms=0)
     try:
         visit.page.emulate_media(media="print")
         clipped = visit.page.eval_on_selector_all(

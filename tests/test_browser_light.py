@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import gzip
 import re
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-import test_browser  # noqa: E402  (tests/ is on sys.path)
-import test_browser_reader  # noqa: E402
+import _tour
 
-browser = test_browser.browser
-book, base = test_browser_reader.book, test_browser_reader.base
-PHONE, DESKTOP = test_browser_reader.PHONE, test_browser_reader.DESKTOP
+
+PHONE, DESKTOP = _tour.PHONE, _tour.DESKTOP
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 import book_light  # noqa: E402
 import reader_metrics  # noqa: E402
@@ -69,7 +65,7 @@ def test_the_server_compresses_text_as_a_host_does(tmp_path):
         serve.start(tmp_path / "missing")
 
 
-@pytest.mark.parametrize("edition", test_browser_reader.EDITIONS)
+@pytest.mark.parametrize("edition", _tour.EDITIONS)
 def test_the_book_ships_font_awesome_once_cut_to_its_icons(book, edition):
     from fontTools.ttLib import TTFont
 
@@ -151,7 +147,7 @@ ICONS = """async () => {
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("edition", test_browser_reader.EDITIONS)
+@pytest.mark.parametrize("edition", _tour.EDITIONS)
 def test_icons_draw_without_font_awesome_script(browser, base, edition):
     for viewport in (PHONE, DESKTOP):
         context, page, requested = _visit(browser, base, f"{edition}chapters/05_flops_mfu.html", viewport)
@@ -166,7 +162,7 @@ def test_icons_draw_without_font_awesome_script(browser, base, edition):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("edition", test_browser_reader.EDITIONS)
+@pytest.mark.parametrize("edition", _tour.EDITIONS)
 def test_search_loads_its_index_on_the_search_page_and_finds(browser, base, edition):
     term = "stride" if not edition else "张量"
     context, page, requested = _visit(browser, base, f"{edition}search.html?q={term}", wait=3000)
@@ -249,7 +245,7 @@ def test_the_napkin_panel_shows_days_with_the_precision_they_need(browser, base)
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("edition", test_browser_reader.EDITIONS)
+@pytest.mark.parametrize("edition", _tour.EDITIONS)
 def test_no_panel_offers_a_control_that_changes_nothing(browser, base, edition):
     context, page, _ = _visit(browser, base, f"{edition}chapters/05_flops_mfu.html")
     try:

@@ -14,16 +14,14 @@ from pathlib import Path
 
 import pytest
 
+import _tour
+from lectorch.widgets import PANEL_MIME
+
 pytestmark = pytest.mark.browser
 
-import test_browser  # noqa: E402  (tests/ is on sys.path)
-import test_browser_reader  # noqa: E402
 
-browser = test_browser.browser  # the same offline browser fixture (one definition)
-book, base = test_browser_reader.book, test_browser_reader.base
 ROOT = Path(__file__).resolve().parent.parent
-EDITIONS = test_browser_reader.EDITIONS
-PANEL_MIME = "application/vnd.lectorch.panel+json"
+EDITIONS = _tour.EDITIONS
 
 
 def _recordings() -> dict[str, dict]:
@@ -100,8 +98,8 @@ def test_recorded_panels_switch_between_every_recorded_setting(browser, base, bo
     for kind, chapter in RECORDED_PAGES.items():
         rec = recordings[kind]
         assert 2 <= len(rec["results"]) <= 100, f"{kind}: keep the recorded grid small"
-        context, page = test_browser_reader._open(browser, base, f"chapters/{chapter}.html",
-                                                  test_browser_reader.DESKTOP)
+        context, page = _tour.open_page(browser, base, f"chapters/{chapter}.html",
+                                                  _tour.DESKTOP)
         try:
             page.wait_for_selector(f".lectorch-panel[data-recorded='{kind}'].lp-ready", timeout=10000)
             shown = page.evaluate(EVERY_SETTING, [kind, [row["values"] for row in rec["results"]]])
@@ -161,8 +159,8 @@ def test_the_computed_panels_accept_what_their_text_suggests(browser, base, book
                {"pattern": "bsh,bth->bst", "sizes": "b=2 s=3 h=4 t=5"}]
     problems = []
     for chapter, kind, settings in (("01_precision", "float_bits", floats), ("04_einsum_einops", "einsum", einsums)):
-        context, page = test_browser_reader._open(browser, base, f"chapters/{chapter}.html",
-                                                  test_browser_reader.DESKTOP)
+        context, page = _tour.open_page(browser, base, f"chapters/{chapter}.html",
+                                                  _tour.DESKTOP)
         try:
             page.wait_for_selector(f".lectorch-panel[data-live='{kind}'].lp-ready", timeout=10000)
             shown = page.evaluate(TYPE_INTO, [kind, settings])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,36 +15,16 @@ import pytest
 pytestmark = pytest.mark.browser
 
 import _tour  # noqa: E402  (tests/ is on sys.path)
-import test_browser  # noqa: E402
-
-browser = test_browser.browser  # the same offline browser fixture (one definition)
 
 ROOT = Path(__file__).resolve().parent.parent
 PHONE, DESKTOP = _tour.PHONE, _tour.DESKTOP
-EDITIONS = ("", "zh/")
-
-
-@pytest.fixture(scope="module")
-def book(built_book) -> Path:
-    return built_book
-
-
-@pytest.fixture(scope="module")
-def base(book_server: str) -> str:
-    """The base URL of the worker's book server (tests/conftest.py's ``book_server``)."""
-    return book_server
+EDITIONS = _tour.EDITIONS
 
 
 _chapters = _tour.chapters
 
 
-def _open(browser, base: str, path: str, viewport: dict, *, touch: bool = False):
-    context = browser.new_context(viewport=viewport, has_touch=touch, is_mobile=touch)
-    # offline: the browser resolves no host but 127.0.0.1 (tests/conftest.py's CHROMIUM_FLAGS)
-    page = context.new_page()
-    page.goto(f"{base}/{path}", wait_until="load")
-    page.wait_for_timeout(500)
-    return context, page
+_open = _tour.open_page
 
 
 VISIBLE_CHAPTER_LINKS = """() => Array.from(document.querySelectorAll('nav.bd-docs-nav a.reference'))
@@ -141,7 +120,6 @@ def test_glue_bookkeeping_is_hidden_from_the_reader(book):
 def test_every_translated_heading_renders_as_a_heading(book):
     """A heading whose translation exists is rendered in Chinese, as a heading (h1–h6), with its
     contents-list entry; "1. 浮点数…" once parsed as a list and the heading stayed English."""
-    sys.path.insert(0, str(ROOT / "tools"))
     from babel.messages.pofile import read_po
 
     import i18n

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import string
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from lectorch import i18n
 from lectorch.exercises import check, reset_attempts
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import i18n as book_i18n  # noqa: E402
 import sphinx_lectorch_i18n as ui  # noqa: E402
 

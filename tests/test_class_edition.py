@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from html import unescape
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 pytestmark = pytest.mark.book
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))

@@ -4,8 +4,6 @@ answers fail with a message that names the mistake, and no message reveals the e
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +11,6 @@ import torch
 from lectorch.backprop import mlp_flops
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import backprop as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import pathlib
 import re
-import sys
 
 import pytest
 import torch
@@ -24,7 +23,6 @@ from lectorch.exercises.refuse import RefusedShortcut, refusing
 from lectorch.train import cosine_lr as _alias_cosine_lr
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from grading import expected_values, topic_modules  # noqa: E402
 from grading.device import time_copy  # noqa: E402
 from test_exercises_flops import time_call  # noqa: E402  (the honest timer those tests use)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +13,6 @@ from lectorch.dtypes import bytes_per_element
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.device import SimulatedStream
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import device as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 

@@ -10,13 +10,9 @@ judged by ``grading.judge`` as the sandbox would report the calls."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 import grading  # noqa: E402
 from grading import judge  # noqa: E402
 from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402

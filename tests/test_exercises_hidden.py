@@ -16,7 +16,6 @@ import pathlib
 import random
 import re
 import struct
-import sys
 
 import numpy as np
 import pytest
@@ -38,7 +37,6 @@ from lectorch.exercises import check, compare, get_exercise, reset_attempts, run
 from lectorch.exercises.views import COPY_QUIZ
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 import grading  # noqa: E402
 from grading import expected_values, harness, judge, topic_modules  # noqa: E402
 from _practice import practice_answers, practised  # noqa: E402
@@ -486,7 +484,6 @@ def test_a_prediction_function_is_graded_on_hidden_settings_through_the_sandbox(
     setting passes; the page's answer hard-coded, which the practice check accepts, fails."""
     import nbformat
 
-    sys.path.insert(0, str(ROOT / "tools"))
     import grade
 
     bundle = grading.write_bundle(grading.build_bundle(99, exercise_ids=["device-h2d-seconds"]), tmp_path / "b.pt")

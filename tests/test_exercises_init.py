@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +12,6 @@ from torch import nn
 
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import init as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 

@@ -19,15 +19,10 @@ import os
 import random
 import statistics
 import tempfile
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grading  # noqa: E402
 from grading.case_seals import references  # noqa: E402
 from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case  # noqa: E402

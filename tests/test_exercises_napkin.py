@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import napkin as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 

@@ -4,8 +4,6 @@ wrong variants fail, and no message reveals the expected value."""
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +12,6 @@ from lectorch import optim, step_memory
 from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises.optim import optimizer_trainer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import optim as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grading import precision as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 import attack_public_seals as attack  # noqa: E402
 from grading import expected_values, topic_modules  # noqa: E402
 from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
 import gpu_box  # noqa: E402
 import gpu_check  # noqa: E402
@@ -85,7 +84,7 @@ def test_nbval_capture_plugin_writes_the_executed_notebook(tmp_path):
     executed = tmp_path / "executed"
     executed.mkdir()
     env = dict(os.environ, GPU_CHECK_NOTEBOOKS=str(executed),
-               PYTHONPATH=str(ROOT / "tools") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=str(ROOT / "tools" / "gpu") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "gpu_check_capture", "-p", "no:cacheprovider",
                            "--nbval", "--nbval-current-env", "-o", "addopts=", str(path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
@@ -199,7 +198,7 @@ def _start_check(tmp_path):
     wheels.mkdir()
     (wheels / "requirements.txt").write_text("# nothing to install for this test\n")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "tools/gpu_check.py", "--cpu", "--wheels", str(wheels), "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "tools/gpu/gpu_check.py", "--cpu", "--wheels", str(wheels), "--out", str(out),
                              "--site", str(tmp_path / "site")], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     return proc, out / "summary.txt"
@@ -269,5 +268,5 @@ def test_the_rehearsal_runs_the_check_as_the_box_would(tmp_path, monkeypatch):
     assert env["PIP_CONFIG_FILE"] == os.devnull and env["HOME"] == str(tmp_path / "home")
     assert "VIRTUAL_ENV" not in env and "PYTHONPATH" not in env
     sent = gpu_rehearsal.sent_files()  # what the device tool sends: no venv, no ignored build output
-    assert "tools/gpu_check.py" in sent and "tools/gpu_box/carried.txt" in sent
+    assert "tools/gpu/gpu_check.py" in sent and "tools/gpu/carried.txt" in sent
     assert not any(f.startswith((".venv/", "wheels/", "_build/")) for f in sent)

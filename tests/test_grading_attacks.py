@@ -5,21 +5,15 @@ neighbour is graded right, and nothing outlives the run (processes, folders, cgr
 
 A small fixture course (tests/_grading_course.py) keeps it fast: one public exercise module (``quizex.py``: a sealed value and
 a function with one public case), its grading module (the plain value, hidden random cases), a
-reference chapter, and one tiny notebook per attack. Most notebooks do not import torch. The tests
+reference chapter, and one tiny notebook per attack (tests/_graded_class.py). Most notebooks do not import torch. The tests
 judge only what they made: sandboxes go to their own folder, cgroups carry the grader's pid. The
 command line's own tests (a parent's death, SIGTERM, shards): tests/test_grading_cli.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-from importlib import metadata
 import json
-import secrets
 import os
-import resource
-import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -27,33 +21,15 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
 import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402
 
-from _grading_course import (CGROUP, CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, FUNC_WRONG, HAVE_BWRAP, STALL,  # noqa: E402
-                             VALUE_OK, VALUE_WRONG, cheat, honest, make_course, needs_bwrap, notebook, own_cgroups,
-                             run_grader, sandbox_processes, status_of)
+from _graded_class import EVIL_NAME, LIMIT_GIB, TIMEOUT, marked_processes, sha  # noqa: E402
+from _grading_course import (CGROUP, HAVE_BWRAP, honest, make_course, needs_bwrap, notebook, run_grader, status_of) # noqa: E402
 
-# random per run: a process or file left by another (or an earlier) run never counts as ours
-MARKER = f"lectorch-attack-marker-{secrets.token_hex(4)}"
-
-
-def sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def marked_processes() -> list[psutil.Process]:
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(MARKER in part for part in (p.info["cmdline"] or [])):
-                found.append(p)
-        except psutil.Error:
-            pass
-    return found
+# grades a class in sandboxed kernels: left out of `make unit`
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -62,247 +38,9 @@ def course(tmp_path_factory):
 
 
 # ------------------------------------------------------------------------- the attack run
+# (in the class of tests/_graded_class.py, graded once for this file and test_grading_walls.py:
+# tests/conftest.py's graded_class)
 
-EVIL_NAME = "evil\n  quiz.ipynb  quiz-bytes  passed\x1b[2K\x1b[1A"
-#: seconds per notebook in the attack run: the stalls hold their slot this long (and at most 10 s
-#: more); an honest notebook of the fixture course needs about a second, the slowest (torch) a few
-TIMEOUT = 15
-#: the attack run's memory limit, GiB, and the memory attacks sized by it. patched_checker imports the
-#: real lectorch, so torch: PyPI's CUDA build (what `make install` takes where the CPU build cannot be
-#: had, tools/lock.py) does not start in a sandboxed kernel under 1 GiB (it did under 1.5 GiB).
-LIMIT_GIB = 1 if metadata.version("torch").endswith("+cpu") else 2
-
-
-def _attacks(course: dict, subs: Path, results: Path) -> dict[str, nbformat.NotebookNode]:
-    b = course["base"]
-    victim = subs / "a_honest" / "quiz.ipynb"
-    secrets = [str(course["bundle"]), str(course["chapters"] / "quiz.ipynb"), str(b / "grading" / "quiz.py"),
-               str(ROOT / "grading" / "napkin.py"), str(ROOT / "chapters" / "00_napkin_math.ipynb")]
-    return {
-        "a_honest": honest(),
-        "b_stub": notebook(FAKE, "bytes_per_param = ...", CHECK_VALUE,
-                           "def scale(x, k):\n    raise NotImplementedError", CHECK_FUNC),
-        # forged results: the old results log, fake records in the grader's output folder
-        "forged_results": cheat(
-            "import os, json\n"
-            "for name in ['LECTORCH_RESULTS']:\n"
-            "    if os.environ.get(name):\n"
-            "        open(os.environ[name], 'a').write(json.dumps({'exercise': 'quiz-bytes', 'status': 'passed'}))\n"
-            "try:\n"
-            f"    open({str(results)!r}, 'a').write('{{\"exercise\": \"quiz-bytes\", \"status\": \"passed\"}}\\n')\n"
-            "except OSError:\n"
-            "    pass\n"
-            "import threading, time\n"
-            "def forge():\n"
-            "    while True:\n"
-            "        for i in range(3):\n"
-            "            try:\n"
-            "                json.dump({'id': 'quiz-bytes', 'found': True, 'status': 'passed', 'value': 'passed'},\n"
-            "                          open(f'/grade/out/{i}.json', 'w'))\n"
-            "            except OSError:\n"
-            "                pass\n"
-            "        time.sleep(0.01)\n"
-            "threading.Thread(target=forge, daemon=True).start()"),
-        # a patched checker, swapped compare functions, answers harvested from the installed package
-        "patched_checker": cheat(
-            "import lectorch, lectorch.exercises as E, quizex\n"
-            "passed = E.CheckResult('quiz-bytes', 'passed', 'Correct')\n"
-            "lectorch.check = E.check = lambda *a, **k: passed\n"
-            "E.compare = lambda *a, **k: None\n"
-            "E._compare_sealed = lambda *a, **k: None\n"
-            "for ex in E._REGISTRY.values():\n"
-            "    object.__setattr__(ex, 'compare', lambda got, expected: None)\n"
-            "E.Sealed.matches = lambda self, i, a: True\n"
-            "table = {c.args: c.expected for c in E.get_exercise('quiz-scale').cases}\n"
-            "def scale(x, k):\n"
-            "    return table.get((x, k), 0.0)\n"
-            "bytes_per_param = E.get_exercise('quiz-bytes').expected.token",
-            first="import lectorch"),
-        # answers harvested from the instructor's files (chapters with solutions, grading/, the bundle)
-        "harvester": cheat(
-            "import glob\n"
-            "seen = []\n"
-            f"for path in {secrets!r} + glob.glob('/*/*/bundle.pt') + glob.glob('/*/*/*/*.ipynb'):\n"
-            "    if path.startswith(('/proc', '/tmp')):  # its own copy of the notebook\n"
-            "        continue\n"
-            "    try:\n"
-            "        open(path, 'rb').read(100)\n"
-            "        seen.append(path)\n"
-            "    except OSError:\n"
-            "        pass\n"
-            "if seen:\n"
-            "    bytes_per_param = seen"),
-        # tampering with a sibling submission, the results table, a later notebook
-        "sibling_tamper": cheat(
-            f"for path in [{str(victim)!r}, {str(subs / 'z_later' / 'quiz.ipynb')!r}]:\n"
-            "    try:\n"
-            "        open(path, 'w').write('garbage')\n"
-            "    except OSError:\n"
-            "        pass\n"
-            "import subprocess, sys\n"
-            "subprocess.Popen([sys.executable, '-c', 'import time, sys; time.sleep(4); '\n"
-            f"                  'open(sys.argv[1], \"w\").write(\"[]\")', {str(b / 'grades.json')!r}, {MARKER!r}],\n"
-            "                 start_new_session=True)"),
-        # killing the grader, its parent, everything in sight (only inside a PID namespace)
-        "killer": honest(
-            "import os, signal\n"
-            "if open('/proc/1/cmdline', 'rb').read().startswith(b'bwrap'):\n"
-            "    for pid in [os.getppid(), 1]:\n"
-            "        try:\n"
-            "            os.kill(pid, signal.SIGKILL)\n"
-            "        except OSError:\n"
-            "            pass\n"
-            "    os.kill(-1, signal.SIGKILL)"),
-        # a detached memory hog that tries to outlive the run
-        "detached_hog": honest(
-            "import subprocess, sys\n"
-            "subprocess.Popen([sys.executable, '-c', 'import time; x = bytearray(200 * 2**20); time.sleep(120)',\n"
-            f"                  {MARKER!r}], start_new_session=True, stdout=subprocess.DEVNULL,\n"
-            "                 stderr=subprocess.DEVNULL)"),
-        # editing the installed package so that later runs pass
-        "package_edit": honest(
-            "import importlib.util, os, site\n"
-            "home = importlib.util.find_spec('lectorch').submodule_search_locations[0]\n"
-            "target = os.path.join(home, 'exercises', '__init__.py')\n"
-            "for path in [target, os.path.join(site.getsitepackages()[0], 'sitecustomize.py')]:\n"
-            "    try:\n"
-            f"        open(path, 'a').write('\\ncheck = lambda *a, **k: None  # {MARKER}\\n')\n"
-            "    except OSError as err:\n"
-            "        print('refused:', err)"),
-        # 300 KB on fd 1 (deadlocked the old grader) and 5 MB of prints
-        "output_flood": honest("import os\nos.write(1, b'x' * 300_000)\nprint('y' * 5_000_000)"),
-        # three forked idle children sharing 0.3 of the limit: summed RSS 1.3 limits, PSS ~0.4
-        "forked_idle": honest(
-            "import os, time\n"
-            f"shared = bytearray(os.urandom(1)) * ({300 * LIMIT_GIB} * 2**20)\n"
-            "for _ in range(3):\n"
-            "    if os.fork() == 0:\n"
-            "        time.sleep(60)\n"
-            "        os._exit(0)\n"
-            "time.sleep(1.5)"),
-        # a fork storm, bounded by the process limit (and the sandbox's pids cgroup)
-        "fork_storm": honest(
-            "import os, time\n"
-            "n = 0\n"
-            "try:\n"
-            "    for _ in range(5000):\n"
-            "        if os.fork() == 0:\n"
-            "            time.sleep(60)\n"
-            "            os._exit(0)\n"
-            "        n += 1\n"
-            "except OSError:\n"
-            "    pass\n"
-            "assert n < 5000"),
-        # a kernel that dies by itself (as one refused memory by RLIMIT_DATA does: no OOM kill to count)
-        "aborts": notebook(FAKE, VALUE_OK, CHECK_VALUE, "import os\nos.abort()", FUNC_OK, CHECK_FUNC),
-        "memory_hog": notebook(FAKE, VALUE_OK, CHECK_VALUE,
-                               "hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))", FUNC_OK, CHECK_FUNC),
-        "deleted_check": notebook(FAKE, VALUE_OK, FUNC_OK, 'lectorch.check("quiz-scale-renamed", scale)'),
-        # --- the round of "a grader that survives a hostile class"
-        # a 1,500-deep folder tree in the grader's output folder (RecursionError in the old walks)
-        "out_tree": cheat(
-            "import os\n"
-            "fd = os.open('/grade/out', os.O_RDONLY)\n"
-            "for _ in range(1500):\n"
-            "    os.mkdir('d', dir_fd=fd)\n"
-            "    new = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
-            "    os.close(fd)\n"
-            "    fd = new\n"
-            "os.chmod(fd, 0)"),
-        # memory outside any process: memfd and shared-memory files, 1.2 limits' worth
-        "memfd_shm": notebook(
-            FAKE, VALUE_OK, CHECK_VALUE, FUNC_OK, CHECK_FUNC,
-            "import os\n"
-            "block = b'x' * 2**20\n"
-            f"fds = [os.memfd_create(f'hoard{{i}}') for i in range({4 * LIMIT_GIB})]\n"
-            "for fd in fds:  # 150 MiB each: under the file size limit\n"
-            "    for _ in range(150):\n"
-            "        os.write(fd, block)\n"
-            f"for i in range({2 * LIMIT_GIB}):\n"
-            "    with open(f'/dev/shm/hoard{i}', 'wb') as f:\n"
-            "        for _ in range(300):\n"
-            "            f.write(block)\n"
-            f"open('/grade/out/survived', 'w').write({MARKER!r})"),
-        # stalls: ignores SIGINT and SIGALRM after its first answer
-        "stall": notebook(FAKE, VALUE_OK, CHECK_VALUE, STALL, FUNC_OK, CHECK_FUNC),
-        "loops": notebook(FAKE, VALUE_OK, CHECK_VALUE, "while True:\n    pass", FUNC_OK, CHECK_FUNC),
-        # a deflated torch archive in place of its first answer: 256 MiB once loaded
-        "zip_bomb": notebook(
-            FAKE, VALUE_WRONG, CHECK_VALUE, FUNC_WRONG, CHECK_FUNC,
-            "import os, zipfile\n"
-            "os.remove('/grade/out/0.json')\n"
-            "with zipfile.ZipFile('/grade/out/0.tmp', 'w', zipfile.ZIP_DEFLATED, compresslevel=1) as z:\n"
-            "    z.writestr('archive/data.pkl', b'\\x80\\x02}q\\x00.')\n"
-            "    z.writestr('archive/version', b'3\\n')\n"
-            "    with z.open('archive/data/0', 'w', force_zip64=True) as f:\n"
-            "        for _ in range(16):\n"
-            "            f.write(bytes(2**24))\n"
-            "os.replace('/grade/out/0.tmp', '/grade/out/0.pt')"),
-        EVIL_NAME: cheat(),
-        "z_later": honest(),
-    }
-
-
-def _uploads(course: dict, subs: Path) -> None:
-    """Attacks in the upload itself (not in a notebook): links, duplicates, deep trees, sparse files."""
-    reference = course["chapters"] / "quiz.ipynb"
-    (subs / "link_ref").mkdir()
-    (subs / "link_ref" / "quiz.ipynb").symlink_to(reference)                     # absolute link
-    (subs / "link_peer").mkdir()
-    (subs / "link_peer" / "quiz.ipynb").symlink_to(Path("..") / "a_honest" / "quiz.ipynb")  # relative
-    (subs / "link_dir").mkdir()
-    (subs / "link_dir" / "work").symlink_to(subs / "a_honest")                   # a folder link
-    (subs / "hard_link").mkdir()
-    twin = course["base"] / "reference-copy.ipynb"
-    if not twin.exists():
-        twin.write_bytes(reference.read_bytes())
-    os.link(twin, subs / "hard_link" / "quiz.ipynb")                             # a hard link
-    # the same chapter three times: the top copy (wrong) is graded, the others are duplicates
-    (subs / "dup3" / "a" / "b").mkdir(parents=True)
-    nbformat.write(cheat(), subs / "dup3" / "quiz.ipynb")
-    nbformat.write(honest(), subs / "dup3" / "a" / "quiz.ipynb")
-    nbformat.write(honest(), subs / "dup3" / "a" / "b" / "quiz.ipynb")
-    # an honest notebook beside a 1,500-deep tree and twenty sparse 49 MiB "notebooks"
-    (subs / "upload_tree").mkdir()
-    nbformat.write(honest(), subs / "upload_tree" / "quiz.ipynb")
-    fd = os.open(subs / "upload_tree", os.O_RDONLY)
-    for _ in range(1500):
-        os.mkdir("t", dir_fd=fd)
-        new = os.open("t", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = new
-    os.close(fd)
-    for i in range(20):
-        with open(subs / "upload_tree" / f"sparse{i:02}.ipynb", "wb") as f:
-            f.truncate(49 * 2**20)
-    (subs / "not_json").mkdir()
-    (subs / "not_json" / "quiz.ipynb").write_text("this is not JSON {")
-
-
-@pytest.fixture(scope="module")
-def attack_run(course, tmp_path_factory):
-    if not HAVE_BWRAP:
-        pytest.skip("bubblewrap is not usable here")
-    base = tmp_path_factory.mktemp("attack")
-    subs, results, work = base / "subs", base / "results.jsonl", base / "sandboxes"
-    work.mkdir()
-    notebooks = _attacks(course, subs, results)
-    for name, nb in notebooks.items():
-        (subs / name).mkdir(parents=True)
-        nbformat.write(nb, subs / name / "quiz.ipynb")
-    before = {p: sha(p) for p in subs.rglob("*.ipynb")}
-    _uploads(course, subs)
-    try:
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        start = time.monotonic()
-        report = run_grader(course, subs, max_tasks=128, memory_gb=LIMIT_GIB, timeout_s=TIMEOUT, jobs=2, workdir=work,
-                            records=base / "records.jsonl")
-        seconds = time.monotonic() - start
-        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        yield {"report": report, "subs": subs, "before": before, "seconds": seconds, "work": work,
-               "results": results, "base": base, "records": base / "records.jsonl", "rss": (rss_before, rss_after)}
-    finally:
-        fstree.remove_tree(subs / "upload_tree")   # pytest's own clean-up recurses
 
 
 ATTACK_NAMES = ["forged_results", "patched_checker", "harvester", "sibling_tamper", "out_tree", "zip_bomb",
@@ -312,8 +50,8 @@ HONEST = ["a_honest", "z_later", "package_edit", "output_flood", "forked_idle", 
 
 
 @needs_bwrap
-def test_honest_work_passes_and_a_stub_passes_nothing(attack_run):
-    status = status_of(attack_run["report"])
+def test_honest_work_passes_and_a_stub_passes_nothing(graded_class):
+    status = status_of(graded_class["report"])
     for who in HONEST:
         assert status[(who, "quiz-bytes")] == status[(who, "quiz-scale")] == "passed", (who, status)
     assert status[("b_stub", "quiz-bytes")] == status[("b_stub", "quiz-scale")] == "not implemented"
@@ -321,29 +59,29 @@ def test_honest_work_passes_and_a_stub_passes_nothing(attack_run):
 
 @needs_bwrap
 @pytest.mark.parametrize("who", ATTACK_NAMES)
-def test_no_attack_raises_a_grade(attack_run, who):
-    status = status_of(attack_run["report"])
+def test_no_attack_raises_a_grade(graded_class, who):
+    status = status_of(graded_class["report"])
     assert status.get((who, "quiz-bytes")) != "passed"   # (a folder link has no row: nothing to grade)
     assert status.get((who, "quiz-scale")) != "passed"
 
 
 @needs_bwrap
-def test_the_sandbox_hides_the_instructors_files_and_other_submissions(attack_run):
-    report = attack_run["report"]
+def test_the_sandbox_hides_the_instructors_files_and_other_submissions(graded_class):
+    report = graded_class["report"]
     message = {(g.submission, g.exercise): g.message for g in report.grades}
     # the harvester would have answered with the secret files it could read: it read none
     assert message[("harvester", "quiz-bytes")].startswith("12 is not the expected answer")
     # the package holds a seal, not the value: the token is no answer
     assert "expected a number" in message[("patched_checker", "quiz-bytes")]
-    for path, digest in attack_run["before"].items():
+    for path, digest in graded_class["before"].items():
         assert sha(path) == digest, f"{path} was changed during grading"
-    assert not attack_run["results"].exists(), "a notebook wrote outside its sandbox"
+    assert not graded_class["results"].exists(), "a notebook wrote outside its sandbox"
 
 
 @needs_bwrap
-def test_killers_crashes_and_stalls_do_not_stop_the_run(attack_run):
-    status = status_of(attack_run["report"])
-    runs = {r.submission: r for r in attack_run["report"].runs if r.outcome not in ("refused", "duplicate")}
+def test_killers_crashes_and_stalls_do_not_stop_the_run(graded_class):
+    status = status_of(graded_class["report"])
+    runs = {r.submission: r for r in graded_class["report"].runs if r.outcome not in ("refused", "duplicate")}
     assert status[("killer", "quiz-bytes")] == "passed"               # collected right after its check
     assert status[("killer", "quiz-scale")] == "not reached"          # it killed its own kernel
     assert status[("z_later", "quiz-scale")] == "passed"               # and the run went on
@@ -360,17 +98,17 @@ def test_killers_crashes_and_stalls_do_not_stop_the_run(attack_run):
 
 
 @needs_bwrap
-def test_memory_is_counted_by_the_kernel(attack_run):
-    runs = {r.submission: r for r in attack_run["report"].runs}
+def test_memory_is_counted_by_the_kernel(graded_class):
+    runs = {r.submission: r for r in graded_class["report"].runs}
     if CGROUP is None:
         pytest.skip("no cgroup here: memfds and shared memory are not counted")
     assert runs["memfd_shm"].outcome == "memory", runs["memfd_shm"]
-    assert "cgroup" in attack_run["report"].isolation
+    assert "cgroup" in graded_class["report"].isolation
 
 
 @needs_bwrap
-def test_the_upload_is_what_is_graded(attack_run):
-    report = attack_run["report"]
+def test_the_upload_is_what_is_graded(graded_class):
+    report = graded_class["report"]
     why = {(r.submission, r.where): (r.outcome, r.detail) for r in report.runs}
     for who, where in [("link_ref", "quiz.ipynb"), ("link_peer", "quiz.ipynb"), ("link_dir", "work"),
                        ("hard_link", "quiz.ipynb")]:
@@ -386,48 +124,47 @@ def test_the_upload_is_what_is_graded(attack_run):
 
 
 @needs_bwrap
-def test_answers_are_read_back_with_bounds(attack_run):
-    message = {(g.submission, g.exercise): g.message for g in attack_run["report"].grades}
+def test_answers_are_read_back_with_bounds(graded_class):
+    message = {(g.submission, g.exercise): g.message for g in graded_class["report"].grades}
     assert "could not be read back" in message[("zip_bomb", "quiz-bytes")]
-    before, after = attack_run["rss"]
-    assert after - before < 200 * 2**20, "the grader's memory grew by the size of an archive"
+    assert graded_class["grown"] < 200 * 2**20, "the grader's memory grew by the size of an archive"
 
 
 @needs_bwrap
-def test_a_deleted_or_renamed_check_cell_is_missing_not_dropped(attack_run):
-    status = status_of(attack_run["report"])
+def test_a_deleted_or_renamed_check_cell_is_missing_not_dropped(graded_class):
+    status = status_of(graded_class["report"])
     assert status[("deleted_check", "quiz-bytes")] == "missing"
     assert status[("deleted_check", "quiz-scale")] == "missing"
 
 
 @needs_bwrap
-def test_grades_are_recorded_as_decided(attack_run):
-    header, runs, grades = reports.read_records(attack_run["records"])
+def test_grades_are_recorded_as_decided(graded_class):
+    header, runs, grades = reports.read_records(graded_class["records"])
     assert header["finished"] and header["shard"] == "1/1"
-    assert sorted(map(json.dumps, map(vars, grades))) == sorted(map(json.dumps, map(vars, attack_run["report"].grades)))
+    assert sorted(map(json.dumps, map(vars, grades))) == sorted(map(json.dumps, map(vars, graded_class["report"].grades)))
 
 
 @needs_bwrap
-def test_nothing_outlives_the_run(attack_run):
+def test_nothing_outlives_the_run(graded_class):
     # no waiting needed: a detached writer (it sleeps 4 s, then writes grades.json) that escaped is
     # either still alive, with the marker in its command line, or has written by now
-    assert not marked_processes(), "a process started by a submission outlived the run"
-    assert not sandbox_processes(), "a sandbox's process outlived the run"
-    assert not own_cgroups(), "a sandbox's cgroup was left behind"
-    assert not (attack_run["base"] / "grades.json").exists()
+    assert not marked_processes(graded_class["marker"]), "a process started by a submission outlived the run"
+    assert not graded_class["left"]["processes"], "a sandbox's process outlived the run"
+    assert not graded_class["left"]["cgroups"], "a sandbox's cgroup was left behind"
+    assert not (graded_class["course"]["base"] / "grades.json").exists()  # sibling_tamper's detached writer
     site = Path(psutil.__file__).resolve().parent.parent  # the venv's site-packages
     for path in [*(ROOT / "lectorch").rglob("*.py"), *site.glob("sitecustomize.py")]:
-        assert MARKER not in path.read_text(errors="replace"), f"{path} (the package) was changed by a submission"
-    assert not list(attack_run["work"].iterdir()), "a sandbox folder was left behind"
+        assert graded_class["marker"] not in path.read_text(errors="replace"), f"{path} (the package) was changed by a submission"
+    assert not list(graded_class["work"].iterdir()), "a sandbox folder was left behind"
 
 
 @needs_bwrap
-def test_figures(attack_run, capsys):
-    runs = attack_run["report"].runs
+def test_figures(graded_class, capsys):
+    runs = graded_class["report"].runs
     with capsys.disabled():
-        print(f"\n[grading] {len(runs)} runs in {attack_run['seconds']:.1f} s (2 jobs); "
+        print(f"\n[grading] {len(runs)} runs in {graded_class['seconds']:.1f} s (4 jobs); "
               + ", ".join(f"{collect.escape(r.submission)} {r.seconds:.1f}s" for r in runs if r.seconds))
-        for g in attack_run["report"].grades:
+        for g in graded_class["report"].grades:
             print(f"  {g.submission[:16]:16} {g.exercise:11} {g.status:16} {g.message[:90]}")
 
 

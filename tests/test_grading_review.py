@@ -12,8 +12,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
 import grading  # noqa: E402
 from grading import review, sandbox  # noqa: E402
 from lectorch.exercises import check, refusals  # noqa: E402

@@ -6,13 +6,9 @@ number the simulated device holds (issue: bypasses refused; item 3)."""
 from __future__ import annotations
 
 import inspect
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 import grading  # noqa: E402
 from grading import grader, harness  # noqa: E402
 from grading.judge import judge  # noqa: E402

@@ -16,7 +16,8 @@ whole, with the grader responsive, its outputs written and nothing left behind.
 * two graders run at once on this machine (two shards), an attacker holding 240 threads in one and
   an honest class in the other, and the merge of their records.
 
-The fixture course is tests/_grading_course.py's.
+The fixture course is tests/_grading_course.py's; the class graded once for this file and
+test_grading_attacks.py is tests/_graded_class.py's (tests/conftest.py's ``graded_class``).
 """
 
 from __future__ import annotations
@@ -33,21 +34,15 @@ import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, FUNC_WRONG, HAVE_BWRAP, ROOT, STALL,  # noqa: E402
-                             VALUE_OK, VALUE_WRONG, cheat,
-                             cli, honest, make_course, needs_bwrap, notebook, own_cgroups, run_grader,
-                             sandbox_processes, status_of)
+from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, ROOT, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
+from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under  # noqa: E402
 from grading import collect, fstree, judge, readback, report as reports, sandbox  # noqa: E402
 import grade  # noqa: E402
 
-#: ints that share one hash value in CPython (hash(n) == n mod 2**61 - 1)
-MODULUS = 2**61 - 1
-TIMEOUT = 12
 KEY_SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 
 
@@ -280,85 +275,16 @@ def test_a_sandbox_cgroup_has_a_pids_limit_and_a_cpu_share():
 # ------------------------------------------------------------------------- the class run
 
 
-def _class(course: dict, subs: Path) -> None:
-    value_surrogate = cheat("bytes_per_param = 'x\\ud800\\x1b[2K'")
-    raise_surrogate = notebook(FAKE, VALUE_OK, CHECK_VALUE, "def scale(x, k):\n    raise ValueError('\\ud800\\n\\x1b[1A')",
-                               CHECK_FUNC)
-    fallocate = notebook(
-        FAKE, VALUE_OK, CHECK_VALUE, FUNC_OK, CHECK_FUNC,
-        "import ctypes, os\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "fd = os.open('/grade/out/hoard', os.O_WRONLY | os.O_CREAT)\n"
-        "for i in range(4096):  # 1 MiB at a time, KEEP_SIZE: blocks without a size\n"
-        "    if libc.fallocate(fd, 1, ctypes.c_long(i * 2**20), ctypes.c_long(2**20)) != 0:\n"
-        "        break\n"
-        "assert os.fstat(fd).st_size == 0")
-    # written after the check cells (the collector's own record replaced)
-    colliding_set = notebook(
-        FAKE, VALUE_WRONG, CHECK_VALUE, FUNC_WRONG, CHECK_FUNC,
-        "import json, os\n"
-        f"items = [1 + i * {MODULUS} for i in range(300_000)]\n"
-        "json.dump({'id': 'quiz-bytes', 'found': True, 'value': {'__set__': items}}, open('/grade/out/.0', 'w'))\n"
-        "os.replace('/grade/out/.0', '/grade/out/0.json')")
-    empty_lists = notebook(
-        FAKE, VALUE_WRONG, CHECK_VALUE, FUNC_WRONG, CHECK_FUNC,
-        "import io, os, zipfile\n"
-        "buffer = io.BytesIO()\n"
-        "with zipfile.ZipFile(buffer, 'w', zipfile.ZIP_STORED) as z:\n"
-        "    z.writestr('archive/data.pkl', b'\\x80\\x02' + b']' * (16 * 2**20) + b'.')\n"
-        "    z.writestr('archive/byteorder', b'little')\n"
-        "    z.writestr('archive/version', b'3\\n')\n"
-        "open('/grade/out/.0', 'wb').write(buffer.getvalue())\n"
-        "os.replace('/grade/out/.0', '/grade/out/0.pt')\n"
-        "os.path.exists('/grade/out/0.json') and os.remove('/grade/out/0.json')")
-    folders = {"a_honest": honest(), "value_surrogate": value_surrogate, "raise_surrogate": raise_surrogate,
-               "fallocate": fallocate, "colliding_set": colliding_set, "empty_lists": empty_lists,
-               "victim": honest(), "Jos\u00e9": honest(), "Jose\u0301": honest(), "alice": honest(),
-               "\u0430lice": honest(), "Bob": honest(), "bob": honest(), "z_later": honest()}
-    for name, nb in folders.items():
-        (subs / name).mkdir(parents=True)
-        nbformat.write(nb, subs / name / "quiz.ipynb")
-    (subs / "copycat").mkdir()
-    os.link(subs / "victim" / "quiz.ipynb", subs / "copycat" / "quiz.ipynb")
-    (subs / "staller").mkdir()
-    for chapter in ("quiz", "quiz2", "quiz3", "quiz4"):
-        nbformat.write(notebook(FAKE, VALUE_OK, CHECK_VALUE, STALL, FUNC_OK, CHECK_FUNC),
-                       subs / "staller" / f"{chapter}.ipynb")
-
-
-def _mounts_under(path: Path) -> list[str]:
-    return [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
-            if line.split()[1].startswith(str(path))]
-
-
-@pytest.fixture(scope="module")
-def class_run(course, tmp_path_factory):
-    if not HAVE_BWRAP:
-        pytest.skip("bubblewrap is not usable here")
-    base = tmp_path_factory.mktemp("walls")
-    subs, work = base / "subs", base / "sandboxes"
-    work.mkdir()
-    _class(course, subs)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    start = time.monotonic()
-    report = run_grader(course, subs, timeout_s=TIMEOUT, student_s=TIMEOUT * 1.5, jobs=2, workdir=work,
-                        records=base / "grades.jsonl", memory_gb=1.5)
-    seconds = time.monotonic() - start
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss
-    reports.write_json(base / "grades.json", report.as_json())
-    return {"report": report, "base": base, "work": work, "seconds": seconds, "grown": grown}
-
-
 CLASS_HONEST = ["a_honest", "fallocate", "victim", "copycat", "z_later", "Jos\\xe9", "Jose\\u0301", "alice",
                 "\\u0430lice", "Bob", "bob"]
 
 
 @needs_bwrap
 @pytest.mark.slow
-def test_honest_neighbours_are_whole(class_run):
-    status = status_of(class_run["report"])
+def test_honest_neighbours_are_whole(graded_class):
+    status = status_of(graded_class["report"])
     for who in CLASS_HONEST:
-        assert status[(who, "quiz-bytes")] == status[(who, "quiz-scale")] == "passed", (who, grade.table(class_run["report"]))
+        assert status[(who, "quiz-bytes")] == status[(who, "quiz-scale")] == "passed", (who, grade.table(graded_class["report"]))
     for who in ("colliding_set", "empty_lists", "value_surrogate"):
         assert status[(who, "quiz-bytes")] != "passed", who
     assert status[("raise_surrogate", "quiz-scale")] == "error"
@@ -366,70 +292,71 @@ def test_honest_neighbours_are_whole(class_run):
 
 @needs_bwrap
 @pytest.mark.slow
-def test_the_outputs_are_written_and_merged(class_run, course):
-    report, base = class_run["report"], class_run["base"]
+def test_the_outputs_are_written_and_merged(graded_class):
+    report, base, course = graded_class["report"], graded_class["base"], graded_class["course"]
     message = {(g.submission, g.exercise): g.message for g in report.grades}
     assert "\\ud800" in message[("raise_surrogate", "quiz-scale")]
-    data = json.loads((base / "grades.json").read_text(encoding="utf-8"))
+    data = json.loads((base / "out" / "grades.json").read_text(encoding="utf-8"))
     assert len(data["grades"]) == len(report.grades)
     text = grade.table(report)
     assert "\x1b" not in text and "\ud800" not in text
     out = subprocess.run([*cli(course, base / "subs")[:2], "--merge", str(base / "grades.jsonl"), "--json",
-                          str(base / "merged.json")], capture_output=True, timeout=120)
+                          str(base / "out" / "merged.json")], capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads((base / "merged.json").read_text(encoding="utf-8"))["grades"] == data["grades"]
+    assert json.loads((base / "out" / "merged.json").read_text(encoding="utf-8"))["grades"] == data["grades"]
 
 
 @needs_bwrap
 @pytest.mark.slow
-def test_no_record_stalls_or_exhausts_the_grader(class_run):
-    runs = {r.submission: r for r in class_run["report"].runs if r.outcome == "ok"}
-    message = {(g.submission, g.exercise): g.message for g in class_run["report"].grades}
+def test_no_record_stalls_or_exhausts_the_grader(graded_class):
+    runs = {r.submission: r for r in graded_class["report"].runs if r.outcome == "ok"}
+    message = {(g.submission, g.exercise): g.message for g in graded_class["report"].grades}
     assert "could not be read back" in message[("empty_lists", "quiz-bytes")]
     assert message[("colliding_set", "quiz-bytes")].startswith("expected a number")  # the marker, not a set
     # Built, the set would take about an hour (quadratic: 10,000 such ints took 4 s); the bound leaves
     # room for a machine whose cores are all busy, which stretches the sandbox's own start-up.
     assert runs["colliding_set"].seconds < 5 * TIMEOUT
-    assert class_run["grown"] < 200 * 2**20, "the grader's memory grew by a record"
+    assert graded_class["grown"] < 200 * 2**20, "the grader's memory grew by a record"
 
 
 @needs_bwrap
 @pytest.mark.slow
-def test_collection_reports_pairs_and_look_alikes(class_run):
-    runs = class_run["report"].runs
+def test_collection_reports_pairs_and_look_alikes(graded_class):
+    runs = graded_class["report"].runs
     shared = {r.submission: r.detail for r in runs if r.outcome == "shared"}
     assert "copycat/quiz.ipynb" in shared["victim"] and "victim/quiz.ipynb" in shared["copycat"]
     alike = {r.submission: r.detail for r in runs if r.outcome == "look-alike"}
     assert "Jose\\u0301" in alike["Jos\\xe9"] and "\\u0430lice" in alike["alice"] and "bob" in alike["Bob"]
-    assert "to look at:" in grade.table(class_run["report"])
+    assert "to look at:" in grade.table(graded_class["report"])
 
 
 @needs_bwrap
 @pytest.mark.slow
-def test_a_students_stalls_share_one_budget(class_run):
-    mine = [r for r in class_run["report"].runs if r.submission == "staller"]
+def test_a_students_stalls_share_one_budget(graded_class):
+    mine = [r for r in graded_class["report"].runs if r.submission == "staller"]
     assert len(mine) == 4
-    assert sum(r.seconds for r in mine) <= TIMEOUT * 1.5 + 2 * sandbox.GRACE_S + 4
+    assert sum(r.seconds for r in mine) <= STUDENT_S + 2 * sandbox.GRACE_S + 4
     assert sum(r.outcome == "budget" for r in mine) >= 1
-    got = [g.status for g in class_run["report"].grades if g.submission == "staller" and g.exercise == "quiz-bytes"]
+    got = [g.status for g in graded_class["report"].grades if g.submission == "staller" and g.exercise == "quiz-bytes"]
     assert got.count("passed") == sum(r.outcome == "timeout" for r in mine)  # graded up to its stall, where it had time
 
 
 @needs_bwrap
 @pytest.mark.slow
-def test_nothing_is_left_behind(class_run):
-    assert not _mounts_under(class_run["base"]), "a sandbox's tmpfs is still mounted"
-    assert not list(class_run["work"].iterdir()), "a sandbox or staging folder was left behind"
-    assert not own_cgroups() and not sandbox_processes()
+def test_nothing_is_left_behind(graded_class):
+    left = graded_class["left"]
+    assert not mounts_under(graded_class["base"]) and not left["mounts"], "a sandbox's tmpfs is still mounted"
+    assert not list(graded_class["work"].iterdir()), "a sandbox or staging folder was left behind"
+    assert not left["cgroups"] and not left["processes"], left
 
 
 @needs_bwrap
 @pytest.mark.slow
-def test_figures(class_run, capsys):
+def test_figures(graded_class, capsys):
     with capsys.disabled():
-        runs = class_run["report"].runs
-        print(f"\n[walls] {len(runs)} runs in {class_run['seconds']:.1f} s (2 jobs), grader memory grew "
-              f"{class_run['grown'] / 2**20:.0f} MiB; " + ", ".join(f"{r.submission} {r.outcome} {r.seconds:.1f}s"
+        runs = graded_class["report"].runs
+        print(f"\n[walls] {len(runs)} runs in {graded_class['seconds']:.1f} s (4 jobs), grader memory grew "
+              f"{graded_class['grown'] / 2**20:.0f} MiB; " + ", ".join(f"{r.submission} {r.outcome} {r.seconds:.1f}s"
                                                                      for r in runs if r.seconds))
 
 

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import test_grading_attacks as attacks  # noqa: E402  (tests/ is on sys.path: pytest's rootdir-less import)
+from _graded_class import MARKER, marked_processes
 
 
 def test_the_run_has_a_temporary_folder_of_its_own_that_subprocesses_inherit():
@@ -28,7 +28,7 @@ def test_a_stray_sandbox_folder_and_process_of_another_program_are_not_judged():
     stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "lectorch-attack-marker-7f3a"])
     try:
         assert not list(Path(tempfile.gettempdir()).glob("lectorch-grade-*"))
-        assert not attacks.marked_processes()
+        assert not marked_processes(MARKER)
     finally:
         stray.kill()
         stray.wait()

@@ -24,7 +24,6 @@ import math
 import os
 import random
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -33,8 +32,6 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
 from grading import expected_values, hidden_cases  # noqa: E402
 from lectorch.exercises import exercises  # noqa: E402
 

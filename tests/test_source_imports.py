@@ -1,4 +1,4 @@
-"""tools/source_imports.py: the import scan that the GPU-box guard and the bare-venv test share."""
+"""tools/gpu/source_imports.py: the import scan that the GPU-box guard and the bare-venv test share."""
 
 import doctest
 

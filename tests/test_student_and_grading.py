@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -14,11 +13,12 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
 import grade  # noqa: E402
 import grading  # noqa: E402
 import student_edition  # noqa: E402
+
+# runs notebooks in kernels (the student edition, the grader): left out of `make unit`
+pytestmark = pytest.mark.slow
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_00 = ROOT / "chapters" / "00_napkin_math.ipynb"

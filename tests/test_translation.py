@@ -16,13 +16,11 @@ import html
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import i18n  # noqa: E402
 import sphinx_lectorch_i18n as ui  # noqa: E402
 
@@ -193,7 +191,7 @@ def test_cjk_font_subset_covers_the_translation():
 
 # ------------------------------------------------------------------------ in the browser
 
-from test_browser import Visit, browser, server  # noqa: E402,F401  (the same offline browser)
+from _tour import Visit  # noqa: E402
 
 
 @pytest.mark.browser

@@ -9,13 +9,9 @@ form (全角括号: 步幅（stride）), and not again later in that chapter."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import i18n  # noqa: E402
 
 #: (banned in a translation, the course's rendering, only where the English matches this, or None)

@@ -7,7 +7,7 @@
 
 An edition (:data:`EDITIONS`) is built whole, from clean, and stamped: its folder gets a
 ``.lectorch-build.json`` with the digest of every input of the build (chapters, catalogs, config,
-tools, vendored assets, lectorch's sources, the installed packages), the build's options and its
+the book's tools, vendored assets, lectorch's sources, the installed packages), the build's options and its
 warnings. :func:`ensure` rebuilds only when that digest changed, so a second ``make book`` with
 nothing changed is a check of a second or so, and the tests (tests/conftest.py, ``book_edition``)
 reuse what ``make book`` built instead of building it again.
@@ -160,9 +160,16 @@ EDITIONS: dict[str, Edition] = {
     "class": Edition(ROOT / "_build" / "class" / "html", "class_edition:build", ignore=("grading",)),  # both languages
 }
 
+#: The tools the builds read: the build, its Sphinx extensions and the modules they import, their
+#: templates and static assets. The others (the GPU check, the locks, the grader's commands) change no
+#: page, so a change to them rebuilds nothing (tests/test_book_stamp.py checks the imports).
+BOOK_TOOLS = tuple(f"tools/{name}" for name in (
+    "build_book.py", "class_edition.py", "i18n.py", "plain_notebook.py", "student_edition.py", "sphinx_lectorch.py",
+    "sphinx_lectorch_i18n.py", "book_light.py", "torch_matrix.py", "reader_metrics.py", "serve.py",
+    "book_layout", "book_static", "book_templates", "i18n_static"))
 #: Everything the builds read: a change to any file under these rebuilds.
-INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "grading", "tools", "vendor",
-          "benchmarks/torch-matrix.json")  # the running page's table of tested torch releases
+INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "grading", *BOOK_TOOLS,
+          "vendor", "benchmarks/torch-matrix.json")  # the running page's table of tested torch releases
 SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "_traces"}  # _traces: exclude_patterns
 SKIPPED_SUFFIXES = (".pyc", ".mo")  # .mo: compiled from the .po by the build itself
 STAMP = ".lectorch-build.json"

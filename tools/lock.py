@@ -1,4 +1,4 @@
-"""Resolve requirements.in into one lock per accelerator (the GPU box's wheels: tools/gpu_box.py).
+"""Resolve requirements.in into one lock per accelerator (the GPU box's wheels: tools/gpu/gpu_box.py).
 
     python tools/lock.py cpu cuda          # write requirements.txt and requirements-cuda.txt
     .venv/bin/python tools/lock.py install-cpu   # `make install ACCEL=cpu`: the CPU lock into this venv

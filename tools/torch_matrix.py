@@ -13,8 +13,8 @@ which a dry run checks before anything is installed and the check after installi
 the unit tests (`make unit`'s selection) and nbval over every chapter, on the CPU.
 
 The result, one row per release and Python, goes to ``benchmarks/torch-matrix.json`` (rows of
-releases not run this time are kept); the README's table and the running page's are rendered from
-it (:func:`table`; ``--readme`` rewrites the README's from the committed result), and pyproject.toml's torch
+releases not run this time are kept); the running page's table is rendered from it at build time
+(:func:`table`, in both languages), and pyproject.toml's torch
 range must admit exactly the releases that passed (tests/test_support.py). ``--newest`` also
 tries a release beyond that range, installing the course without its torch requirement.
 """
@@ -36,12 +36,10 @@ import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULT = ROOT / "benchmarks" / "torch-matrix.json"
-README = ROOT / "README.md"
 #: The torch minor releases of the past year and the version of each that is tried (its newest patch).
 RELEASES = {"2.11": "2.11.0", "2.12": "2.12.1", "2.13": "2.13.0", "2.14": "2.14.1", "2.15": "2.15.0"}
 TORCH_STACK = re.compile(r"^(torch|triton|nvidia-[\w-]+|cuda-[\w-]+)==", re.I)
 CHAPTERS = sorted(ROOT.glob("chapters/[0-9][0-9]_*.ipynb"))
-BEGIN, END = "<!-- torch-matrix: made by tools/torch_matrix.py from benchmarks/torch-matrix.json -->", "<!-- /torch-matrix -->"
 #: The table's columns, in English; the running page's Chinese edition translates them (running.po).
 COLUMNS = ("torch", "Python", "unit tests", "chapters (nbval)", "seconds (unit tests + chapters)")
 
@@ -299,19 +297,7 @@ def markdown(result: dict | None = None) -> str:
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(f"`{c}`" if i == 0 else c for i, c in enumerate(r)) + " |" for r in rows[1:]]
     meta = (result or load()).get("machine", "")
-    return "\n".join([BEGIN, *lines, "", f"Measured by `make torch-matrix` on {meta}.", END])
-
-
-def readme_block(text: str) -> str | None:
-    m = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, re.S)
-    return m.group(0) if m else None
-
-
-def write_readme(result: dict) -> None:
-    text = README.read_text()
-    if readme_block(text) is None:
-        raise SystemExit(f"README.md has no torch-matrix block ({BEGIN} … {END})")
-    README.write_text(text.replace(readme_block(text), markdown(result)))
+    return "\n".join([*lines, "", f"Measured by `make torch-matrix` on {meta}."])
 
 
 def machine() -> str:
@@ -332,11 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=pathlib.Path, default=default_cache())
     parser.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 4), help="pytest-xdist workers")
     parser.add_argument("--out", type=pathlib.Path, default=RESULT)
-    parser.add_argument("--readme", action="store_true", help="only rewrite the README's table from the committed result")
     args = parser.parse_args(argv)
-    if args.readme:
-        write_readme(load(args.out))
-        return 0
     if args.newest:
         versions = [newest_torch()]
     else:
@@ -364,8 +346,6 @@ def main(argv: list[str] | None = None) -> int:
             result["rows"] = [r for r in result["rows"] if (r["release"], r["python"].rsplit(".", 1)[0]) != key] + [row]
             result["machine"] = machine()
             args.out.write_text(json.dumps(result, indent=1) + "\n")
-    if args.out == RESULT:
-        write_readme(result)
     print("\n" + markdown(result))
     print(f"passing: {', '.join(passing_releases(result))}; pyproject.toml's torch range must admit exactly these")
     if failed:

@@ -1,13 +1,13 @@
-"""The whole GPU validation of the course in one call: `make gpu-check` (see README, "On a GPU").
+"""The whole GPU validation of the course in one call: `make gpu-check` (tools/gpu/README.md).
 
-    python3 tools/gpu_check.py --out OUT [--wheels wheels/gpu-cp312]   # on the GPU box
-    python3 tools/gpu_check.py --cpu --out OUT                          # every step for real, on a CPU
-    python tools/gpu_check.py --dry-run --out OUT                       # the same steps, only collected
+    python3 tools/gpu/gpu_check.py --out OUT [--wheels wheels/gpu-cp312]   # on the GPU box
+    python3 tools/gpu/gpu_check.py --cpu --out OUT                          # every step for real, on a CPU
+    python tools/gpu/gpu_check.py --dry-run --out OUT                       # the same steps, only collected
 
 On the GPU box (its own ``python3``, itself a venv with a CUDA torch and ~190 packages, no package
 registry) it first reads what the run needs besides packages (preflight: GPU and driver, a C
 compiler and Python.h for Triton, CUDA_LAUNCH_BLOCKING unset, caches in a temporary folder), then
-installs the carried wheels (what the box lacks: tools/gpu_box/carried.txt) with that same
+installs the carried wheels (what the box lacks: tools/gpu/carried.txt) with that same
 interpreter's pip into a folder placed first on PYTHONPATH, so that the box's own torch, numpy and
 matplotlib stay visible. It asserts that torch sees the GPU, runs the matmul benchmark with
 --min-mfu, measures every figure the book shows from a reference GPU, then nbval over every chapter
@@ -52,7 +52,7 @@ import tarfile
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: Riskiest first (most CUDA-only asserts, allocator readings, compile); unlisted chapters follow.
 RISK_ORDER = ["09", "08", "02", "05", "03", "04", "10", "06", "07", "01", "00"]
 #: Test files holding CUDA-only tests (skipped without a GPU) or the CUDA paths' CPU-side tests.
@@ -116,8 +116,8 @@ class Check:
         self.nb_dir.mkdir(parents=True, exist_ok=True)
         self.python = sys.executable
         self.env = dict(os.environ)
-        # lectorch from the tree, and tools/ for the nbval capture plugin
-        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "tools"),
+        # lectorch from the tree, and tools/gpu/ for the nbval capture plugin
+        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "tools" / "gpu"),
                                                              self.env.get("PYTHONPATH", "")) if p)
         # Exact allocator readings need the default allocator (see lectorch.device.allocator_settings);
         # CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch and so falsifies every timing.
@@ -339,7 +339,7 @@ def step_bench(c: Check) -> None:
 
 
 def step_measure(c: Check, path: pathlib.Path) -> dict:
-    cmd = [c.python, str(ROOT / "tools" / "gpu_check.py"), "measure", "--json", str(path)]
+    cmd = [c.python, str(ROOT / "tools" / "gpu" / "gpu_check.py"), "measure", "--json", str(path)]
     if c.mode != "gpu":
         cmd.append("--dry-run")
     c.run("reference measurements", cmd, timeout=180, note="" if c.mode == "gpu" else "on the CPU, tiny sizes")

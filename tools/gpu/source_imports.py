@@ -1,5 +1,5 @@
 """What Python source imports, read with ``ast`` (nothing runs): the GPU-box guard's probe
-(tools/gpu_box.py) and the bare-venv test (tests/test_bare_venv.py) both ask.
+(tools/gpu/gpu_box.py) and the bare-venv test (tests/test_bare_venv.py) both ask.
 
 >>> sorted(imports("import torch.nn as nn\\nfrom a.b import c\\nfrom . import d\\n"
 ...                "try:\\n    import x\\nexcept ImportError:\\n    pass"))

@@ -1,8 +1,8 @@
 """The GPU box's packages and what the GPU check carries to it, from two committed lists.
 
-    python tools/gpu_box.py wheels DIR   # download the carried wheels (`make gpu-wheels`)
-    python tools/gpu_box.py lock         # re-resolve tools/gpu_box/carried.txt (needs uv and PyPI)
-    python tools/gpu_box.py guard        # every module the course imports is on the box or carried
+    python tools/gpu/gpu_box.py wheels DIR   # download the carried wheels (`make gpu-wheels`)
+    python tools/gpu/gpu_box.py lock         # re-resolve tools/gpu/carried.txt (needs uv and PyPI)
+    python tools/gpu/gpu_box.py guard        # every module the course imports is on the box or carried
 
 ``box-packages.txt`` pins what the box's python3 holds (its documented image); ``carried.txt`` pins
 the wheels `make gpu-check` installs there: the closure of :data:`NEEDS` resolved against the box's
@@ -29,8 +29,8 @@ import tempfile
 
 from source_imports import imports, python_of_cell
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-HERE = ROOT / "tools" / "gpu_box"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HERE = ROOT / "tools" / "gpu"
 BOX = HERE / "box-packages.txt"
 CARRIED = HERE / "carried.txt"
 PYPI = "https://pypi.org/simple"
@@ -101,7 +101,7 @@ def carried_names(path: pathlib.Path = CARRIED) -> set[str]:
 PROBE = r"""
 import importlib, importlib.metadata as md, json, os, pathlib, pkgutil, sys, sysconfig
 root = pathlib.Path(sys.argv[1])
-sys.path[:0] = [str(root), str(root / "tools")]
+sys.path[:0] = [str(root), str(root / "tools" / "gpu")]
 # the import roots as they are now: a vendored package that its owner puts on sys.path when imported
 # (setuptools/_vendor/jaraco) is counted as the owner's
 roots = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True)
@@ -145,11 +145,11 @@ def imported_modules() -> list[str]:
         for cell in json.loads(nb.read_text())["cells"]:
             if cell["cell_type"] == "code":
                 sources.append(python_of_cell("".join(cell["source"])))
-    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT / "tools" / "gpu"))
     import gpu_check
 
     files = [ROOT / f for f in gpu_check.CUDA_TEST_FILES] + [ROOT / "conftest.py", ROOT / "benchmarks" /
-                                                             "bench_matmul.py", ROOT / "tools" / "gpu_check_capture.py"]
+                                                             "bench_matmul.py", ROOT / "tools" / "gpu" / "gpu_check_capture.py"]
     sources += [f.read_text() for f in files if f.exists()]
     names = set().union(*map(imports, sources))  # optional imports too: the box must have them all
     # what gpu_check's pytest runs load (-p …) and the kernel nbval starts

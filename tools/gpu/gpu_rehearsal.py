@@ -1,16 +1,16 @@
 """`make gpu-rehearsal`: the GPU box's run, rehearsed here on a replica of the box, short of the GPU.
 
-    python3 tools/gpu_rehearsal.py [--cache DIR] [--keep]
+    python3 tools/gpu/gpu_rehearsal.py [--cache DIR] [--keep]
 
 1. The replica (built once, cached outside the repository, in ``~/.cache/lectorch/gpu-rehearsal``
    or ``$LECTORCH_REHEARSAL_CACHE``): a virtual environment made from CPython 3.12 holding PyPI's
    torch 2.11.0 (a CUDA build, which runs on a CPU) and the box's packages that the course touches,
-   pinned in tools/gpu_box/box-packages.txt. Its ``python`` plays the box's ``python3``, which is
+   pinned in tools/gpu/box-packages.txt. Its ``python`` plays the box's ``python3``, which is
    such a venv too. Building it uses the package registry; nothing after it does.
-2. The carried wheels (``make gpu-wheels``: tools/gpu_box/carried.txt) and a copy of what the device
+2. The carried wheels (``make gpu-wheels``: tools/gpu/carried.txt) and a copy of what the device
    tool sends: the tracked and the untracked-not-ignored files, plus the wheels folder. Its size is
    printed against the 64 MiB the box receives.
-3. In that copy, ``tools/gpu_check.py --cpu`` with the replica's python, as the box would run it but
+3. In that copy, ``tools/gpu/gpu_check.py --cpu`` with the replica's python, as the box would run it but
    on the CPU, with pip's local configuration off (PIP_CONFIG_FILE=/dev/null, no PIP_* variable, no
    index) and a fresh HOME: the offline install from the carried wheels, then every step that needs
    no CUDA for real, nbval over every chapter included.
@@ -31,8 +31,8 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "gpu"))
 
 import gpu_box  # noqa: E402
 
@@ -70,7 +70,7 @@ def registry_env() -> dict:
 
 def replica(cache: pathlib.Path) -> pathlib.Path:
     """The cached replica venv's python; built (minutes: torch with its CUDA libraries is ~3 GB)
-    when missing or when tools/gpu_box/box-packages.txt changed."""
+    when missing or when tools/gpu/box-packages.txt changed."""
     venv = cache / "box-venv"
     python = venv / "bin" / "python"
     pins = gpu_box.box_pins()
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=pathlib.Path, default=default_cache())
     parser.add_argument("--wheels", type=pathlib.Path, default=ROOT / "wheels" / "gpu-cp312")
     parser.add_argument("--budget", type=float, default=5400.0,
-                        help="seconds for the check on this CPU (the box's default is tools/gpu_check.py's)")
+                        help="seconds for the check on this CPU (the box's default is tools/gpu/gpu_check.py's)")
     parser.add_argument("--chapter-timeout", type=float, default=900.0)
     parser.add_argument("--out", type=pathlib.Path, help="where the check's files go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the copied tree (its path is printed)")
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(size_line, flush=True)
         out = args.out or work / "out"
         out.mkdir(parents=True, exist_ok=True)
-        cmd = ["python3", "tools/gpu_check.py", "--cpu", "--out", str(out), "--wheels",
+        cmd = ["python3", "tools/gpu/gpu_check.py", "--cpu", "--out", str(out), "--wheels",
                str(args.wheels.resolve().relative_to(ROOT)), "--budget", str(args.budget),
                "--chapter-timeout", str(args.chapter_timeout)]
         print(f"$ {' '.join(cmd)}   (in the copy, with the replica's python3, offline)", flush=True)
