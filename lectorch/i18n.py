@@ -102,6 +102,12 @@ def catalog(name: str) -> dict[str, str]:
     return json.loads(text)
 
 
+def N_(message: str) -> str:
+    """``message`` unchanged: marks a message kept as data (a table of reasons) for the catalog's
+    extractor; the code that shows it passes it through :func:`tr` then (gettext's ``N_``)."""
+    return message
+
+
 def tr(message: str) -> str:
     """``message`` (English, with its ``{fields}`` unformatted) in the current language."""
     return catalog(get_language()).get(message, message) if message else message

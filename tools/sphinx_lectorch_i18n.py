@@ -304,11 +304,11 @@ CHECKER = "checker"
 
 
 def _marked(path: Path) -> list[str]:
-    """The English of every ``tr("…")`` in a Python file (Babel's extractor: literals only)."""
+    """The English of every ``tr("…")`` and ``N_("…")`` in a Python file (Babel's extractor: literals only)."""
     from babel.messages.extract import extract_python
 
     with open(path, "rb") as f:
-        return [m for _, _, m, _ in extract_python(f, {"tr": None}, [], {}) if isinstance(m, str) and m]
+        return [m for _, _, m, _ in extract_python(f, {"tr": None, "N_": None}, [], {}) if isinstance(m, str) and m]
 
 
 def _hidden_descriptions(path: Path) -> list[str]:
