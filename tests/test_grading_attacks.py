@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402
 

@@ -16,9 +16,9 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 import grading  # noqa: E402
-import student_edition  # noqa: E402
+from grading import student as student_edition  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_00 = ROOT / "chapters" / "00_napkin_math.ipynb"

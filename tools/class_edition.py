@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402
 import i18n  # noqa: E402
 import plain_notebook  # noqa: E402
-import student_edition  # noqa: E402
 
 OUTPUT = ROOT / "_build" / "class" / "html"
 
@@ -43,8 +42,8 @@ def stage(folder: Path) -> Path:
     shutil.copytree(ROOT / "chapters", folder / "chapters", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "_traces"))
     for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
-        nb = student_edition.student_notebook(nbformat.read(path, as_version=4), path.name,
-                                              keep_lesson_outputs=True)
+        nb = plain_notebook.student_notebook(nbformat.read(path, as_version=4), path.name,
+                                             keep_lesson_outputs=True)
         nbformat.write(nb, folder / "chapters" / path.name)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["html"].update(use_repository_button=False, use_issues_button=False)
