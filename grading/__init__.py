@@ -40,7 +40,7 @@ GRADING_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
 #: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"bundle", "case_seals", "grade", "harness", "student", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
+_NOT_TOPICS = {"bundle", "case_seals", "class_book", "grade", "harness", "student", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
 
 
 # --------------------------------------------------------------------------- grading modules

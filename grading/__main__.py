@@ -3,6 +3,7 @@
     python -m grading student [OUTPUT]                 # the student edition (make student)
     python -m grading bundle [OUTPUT]                  # the grading bundle (make grading-bundle)
     python -m grading grade SUBMISSIONS --bundle FILE  # grade a class (make grade)
+    python -m grading class [OUTPUT]                   # the class edition of the book (make book EDITION=class)
 
 ``python -m grading COMMAND --help`` gives each command's options.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {"student": "grading.student", "bundle": "grading.bundle", "grade": "grading.grade"}
+COMMANDS = {"student": "grading.student", "bundle": "grading.bundle", "grade": "grading.grade",
+            "class": "grading.class_book"}
 
 
 def main(argv: list[str] | None = None) -> int:

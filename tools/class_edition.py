@@ -1,9 +1,7 @@
 """The class edition of the book: the student edition's chapters (every solution replaced by its
 stub) built with the book's own _config.yml and _toc.yml, in English and 中文.
 
-    python tools/class_edition.py [OUTPUT]      # default _build/class/html (中文: OUTPUT/zh)
-
-``make book EDITION=class`` runs it. The self-study book (``make book``) shows each solution in a
+``make book EDITION=class`` and ``python -m grading class [OUTPUT]`` run :func:`build`. The self-study book (``make book``) shows each solution in a
 drop-down; this one is what an instructor gives a class: no drop-down, no reference code, and its
 ``_sources/*.ipynb`` (the pages' download button) are the student notebooks. The lesson's stored
 outputs are kept; from a chapter's first exercise on every output is cleared (a checker's verdict,
@@ -88,14 +86,3 @@ def build(output: Path = OUTPUT) -> list[subprocess.CompletedProcess]:
             shutil.copytree(Path(tmp) / "zh" / "_build" / "html", output / "zh")
     return [english, chinese]
 
-
-if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUTPUT
-    builds = build(out)
-    for name, proc in zip(("English", "中文"), builds):
-        if proc.returncode:
-            print(f"the class edition's {name} build failed:\n{(proc.stdout + proc.stderr)[-5000:]}",
-                  file=sys.stderr)
-    if any(proc.returncode for proc in builds):
-        sys.exit(1)
-    print(f"Open {out / 'index.html'} in a browser (中文: {out / 'zh' / 'index.html'}).")
