@@ -142,3 +142,16 @@ def test_the_json_path_is_checked_before_grading(course, tmp_path):
         assert time.monotonic() - start < 5, "the path was checked only after grading"
     with pytest.raises(SystemExit):
         grade.main([str(tmp_path / "subs"), "--bundle", str(course["bundle"]), "--shard", "5/4"])
+
+
+def test_one_command_for_the_instructors_side(capsys):
+    """``python -m grading student|bundle|grade|class``: each command's own options, and a clear
+    word for a missing or unknown command."""
+    from grading.__main__ import COMMANDS, main
+
+    assert main([]) == 2 and "use one of student, bundle, grade" in capsys.readouterr().err
+    assert main(["grades"]) == 2 and "unknown command 'grades'" in capsys.readouterr().err
+    for command in COMMANDS:
+        with pytest.raises(SystemExit) as stop:
+            main([command, "--help"])
+        assert stop.value.code == 0 and f"python -m grading {command}" in capsys.readouterr().out
