@@ -164,16 +164,16 @@ $(LAB_STAMP): requirements-lab.txt $(STAMP)
 
 # LANGUAGE=zh_CN (or en) for one language; by default English into student/, 中文 into student/zh
 student: $(STAMP)
-	$(BIN)/python tools/student_edition.py student $(if $(LANGUAGE),--language $(LANGUAGE))
+	$(BIN)/python -m grading student $(if $(LANGUAGE),--language $(LANGUAGE))
 
 GRADING_BUNDLE ?= grading-bundle/bundle.pt
 grading-bundle: $(STAMP)
-	$(BIN)/python tools/grading_bundle.py "$(GRADING_BUNDLE)"
+	$(BIN)/python -m grading bundle "$(GRADING_BUNDLE)"
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks"; exit 2; }
 	@test -f "$(GRADING_BUNDLE)" || { echo "no grading bundle at $(GRADING_BUNDLE): run make grading-bundle first"; exit 2; }
-	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" --bundle "$(GRADING_BUNDLE)" --json grades.json $(if $(JOBS),--jobs $(JOBS))
+	$(BIN)/python -m grading grade "$(SUBMISSIONS)" --bundle "$(GRADING_BUNDLE)" --json grades.json $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf _build student .pytest_cache

@@ -9,7 +9,7 @@ the time a stalling notebook holds its slot.
 
 ``class`` makes a class of STUDENTS folders, each with chapter 00 and chapter 02 (honest solutions;
 ``--stubs``: the student edition's stub for every odd student), grades it with each ``--jobs`` value
-(``tools/grade.py``, a fresh process each time) and prints the wall time, the speed-up and
+(``python -m grading grade``, a fresh process each time) and prints the wall time, the speed-up and
 whether the grades are the same. ``shards`` grades a class as n separate shard
 processes at once, merges them and compares with one run. ``memory`` measures the grader's peak
 RSS (``ru_maxrss`` of the grader's own process, not its sandboxes) on honest answers and on hostile
@@ -52,7 +52,7 @@ def make_bundle(folder: Path) -> Path:
 def make_class(folder: Path, students: int, *, stubs: bool = True) -> Path:
     """STUDENTS folders, each with the two chapters: honest (outputs cleared), or with ``stubs`` the
     student edition (every solution a stub) for each odd student."""
-    import student_edition
+    import plain_notebook
 
     subs = folder / "subs"
     for name in CHAPTERS:
@@ -60,7 +60,7 @@ def make_class(folder: Path, students: int, *, stubs: bool = True) -> Path:
         for cell in reference.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        stub = student_edition.student_notebook(nbformat.read(ROOT / "chapters" / name, as_version=4))
+        stub = plain_notebook.student_notebook(nbformat.read(ROOT / "chapters" / name, as_version=4))
         for i in range(students):
             (subs / f"student-{i:03}").mkdir(parents=True, exist_ok=True)
             nbformat.write(stub if stubs and i % 2 else reference, subs / f"student-{i:03}" / name)
@@ -69,20 +69,20 @@ def make_class(folder: Path, students: int, *, stubs: bool = True) -> Path:
 
 _RUN = ("import resource, sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
-        "import grade\n"
+        "from grading import grade\n"
         "grade.main(sys.argv[2:])\n"
         "print('peak-rss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, file=sys.stderr)\n")
 
 
 def grade(subs: Path, bundle: Path, out: Path, *extra: str) -> tuple[float, int, dict]:
-    """(seconds, the grader process's own peak RSS in bytes, the JSON report) of one tools/grade.py run."""
+    """(seconds, the grader process's own peak RSS in bytes, the JSON report) of one `python -m grading grade` run."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", _RUN, str(ROOT / "tools"), str(subs), "--bundle", str(bundle),
+    proc = subprocess.run([sys.executable, "-c", _RUN, str(ROOT), str(subs), "--bundle", str(bundle),
                            "--json", str(out), "--no-progress", *extra],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.monotonic() - start
     if proc.returncode != 0:
-        raise SystemExit(f"tools/grade.py exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"python -m grading grade exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
     rss = int(proc.stderr.rsplit("peak-rss", 1)[1].split()[0])
     return seconds, rss, json.loads(out.read_text())
 
@@ -122,14 +122,14 @@ def bench_shards(args) -> None:
         bundle, subs = make_bundle(tmp), make_class(tmp, args.students)
         _, _, one = grade(subs, bundle, tmp / "one.json", "--jobs", "2")
         start = time.monotonic()
-        procs = [subprocess.Popen([sys.executable, str(ROOT / "tools" / "grade.py"), str(subs), "--bundle", str(bundle),
+        procs = [subprocess.Popen([sys.executable, "-m", "grading", "grade", str(subs), "--bundle", str(bundle),
                                    "--shard", f"{i}/{args.shards}", "--records", str(tmp / f"shard-{i}.jsonl"),
-                                   "--jobs", "1", "--no-progress"], stdout=subprocess.DEVNULL)
+                                   "--jobs", "1", "--no-progress"], stdout=subprocess.DEVNULL, cwd=ROOT)
                  for i in range(1, args.shards + 1)]
         assert all(p.wait() == 0 for p in procs)
-        subprocess.run([sys.executable, str(ROOT / "tools" / "grade.py"), "--merge",
+        subprocess.run([sys.executable, "-m", "grading", "grade", "--merge",
                         *map(str, sorted(tmp.glob("shard-*.jsonl"))), "--json", str(tmp / "merged.json")],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
         merged = json.loads((tmp / "merged.json").read_text())
         print(f"{args.shards} shards in {time.monotonic() - start:.1f} s; merged == one run: {key(merged) == key(one)} "
               f"({len(merged['grades'])} grades)")

@@ -9,8 +9,8 @@ in ``lectorch/exercises``) that may define:
   cases of function exercises (``rng`` is a ``random.Random``; return a list of ``Case``).
 
 :func:`build_bundle` turns them into one bundle of plain data (hidden inputs with their expected
-results, expected values), generated from a secret seed; ``tools/grading_bundle.py`` writes it and
-``tools/grade.py`` reads it. The bundle is loaded with ``torch.load(weights_only=True)``.
+results, expected values), generated from a secret seed; ``python -m grading bundle`` writes it and
+``python -m grading grade`` reads it. The bundle is loaded with ``torch.load(weights_only=True)``.
 
 >>> calls = check_calls({"cells": [{"cell_type": "code",
 ...     "source": 'x = 1\\nlectorch.check("demo-id", x, measured=m)'}]})
@@ -40,7 +40,7 @@ GRADING_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
 #: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"case_seals", "harness", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
+_NOT_TOPICS = {"bundle", "case_seals", "class_book", "grade", "harness", "student", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
 
 
 # --------------------------------------------------------------------------- grading modules

@@ -166,7 +166,7 @@ def read_records(path: Path) -> tuple[dict, list[Run], list[Grade]]:
                 continue  # a line cut short by a kill
             if header is None:
                 if obj.get("format") != RECORDS_FORMAT:
-                    raise ValueError(f"{path}: not a grades records file (write it with tools/grade.py --records)")
+                    raise ValueError(f"{path}: not a grades records file (write it with python -m grading grade --records)")
                 header = obj
                 continue
             if "finished" in obj:

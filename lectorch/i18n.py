@@ -106,6 +106,12 @@ def catalog(name: str) -> dict[str, str]:
     return json.loads(text)
 
 
+def N_(message: str) -> str:
+    """``message`` unchanged: marks a message kept as data (a table of reasons) for the catalog's
+    extractor; the code that shows it passes it through :func:`tr` then (gettext's ``N_``)."""
+    return message
+
+
 def tr(message: str, context: str | None = None) -> str:
     """``message`` (English, with its ``{fields}`` unformatted) in the current language; ``context``
     names the catalog's context of a message that has one (a panel's control label: "panel control").

@@ -15,7 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, sandbox  # noqa: E402
 
@@ -144,6 +144,10 @@ STALL = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
          "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)")
 
 
+#: the grader's command (run from the repository's root: ``cwd=ROOT``)
+GRADE = [sys.executable, "-m", "grading", "grade"]
+
+
 def cli(course, subs: Path, *extra: str) -> list[str]:
-    return [sys.executable, str(ROOT / "tools" / "grade.py"), str(subs), "--bundle", str(course["bundle"]),
+    return [*GRADE, str(subs), "--bundle", str(course["bundle"]),
             "--reference", str(course["chapters"]), "--exercises", str(course["public"]), *extra]

@@ -51,7 +51,7 @@ def test_tr_is_given_literals_for_the_extractor():
     for folder in ("lectorch", "grading"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr" and node.args \
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("tr", "N_") and node.args \
                         and isinstance(node.args[0], ast.JoinedStr):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found, f"tr() of an f-string: {found}"
@@ -117,3 +117,17 @@ def test_a_chinese_notebooks_exercise_filled_wrong_and_right(tmp_path):
     wrong, right = ("".join(o.get("text", "") for o in c.outputs) for c in run.cells[1:])
     assert wrong.startswith("❌") and "第 1 个用例" in wrong, wrong
     assert right.startswith("✅") and "正确" in right, right
+
+
+def test_a_flagged_answer_gets_its_reason_in_chinese():
+    """The review's reasons are checker text too: a 中文 practice check of an answer that reads
+    another function's closure names the line and says why in Chinese."""
+    def peek_closure(fn, sync, clock):
+        device = fn.__closure__[0].cell_contents
+        return device.steady_s
+
+    i18n.set_language("zh_CN")
+    result = check("flops-honest-timer", peek_closure)
+    assert result.status == "needs review" and "`.__closure__` 读取了函数的闭包" in result.message, result.message
+    i18n.set_language("en")
+    assert "`.__closure__` reads a function's closure" in check("flops-honest-timer", peek_closure).message

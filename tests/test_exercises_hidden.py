@@ -484,7 +484,7 @@ def test_a_prediction_function_is_graded_on_hidden_settings_through_the_sandbox(
     setting passes; the page's answer hard-coded, which the practice check accepts, fails."""
     import nbformat
 
-    import grade
+    from grading import grade
 
     bundle = grading.write_bundle(grading.build_bundle(99, exercise_ids=["device-h2d-seconds"]), tmp_path / "b.pt")
     setup = "import math\nimport torch\nimport lectorch\nfrom lectorch.transfer import pcie_bytes_per_s\n"

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 import grading  # noqa: E402
 from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The grader's command line (tools/grade.py) on the fixture course (tests/_grading_course.py): it
+"""The grader's command line (python -m grading grade) on the fixture course (tests/_grading_course.py): it
 survives the death of its parent and writes a table and JSON that agree; a run stopped by SIGTERM
 keeps every grade decided so far and leaves nothing behind; four shards run as separate processes
 and merged equal one run; a bad --json path or --shard is refused before grading. (A file of its
@@ -10,17 +10,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_VALUE, FAKE, ROOT, STALL, VALUE_OK, cheat, cli, honest, make_course,  # noqa: E402
+from _grading_course import (CHECK_VALUE, FAKE, GRADE, ROOT, STALL, VALUE_OK, cheat, cli, honest, make_course,  # noqa: E402
                              needs_bwrap, notebook, run_grader, sandbox_processes)
 from grading import cgroups, collect, report as reports  # noqa: E402
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,8 @@ def test_the_cli_survives_the_death_of_its_parent_and_writes_table_and_json_that
     grader = cli(course, subs, "--json", str(out), "--timeout", "20", "--isolation", "bwrap", "--jobs", "2")
     cmd = " ".join(f"'{a}'" for a in grader)
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    parent = subprocess.Popen(["sh", "-c", f"{cmd} > '{table}' 2>/dev/null & wait"], start_new_session=True, env=env)
+    parent = subprocess.Popen(["sh", "-c", f"{cmd} > '{table}' 2>/dev/null & wait"], start_new_session=True, env=env,
+                              cwd=ROOT)
     time.sleep(2.0)
     parent.kill()   # the grader's parent dies while it is grading
     parent.wait()
@@ -72,7 +72,8 @@ def test_a_stopped_run_keeps_every_grade_decided_so_far_and_leaves_nothing(cours
         nbformat.write(nb, subs / name / "quiz.ipynb")
     records = tmp_path / "records.jsonl"
     proc = subprocess.Popen(cli(course, subs, "--records", str(records), "--timeout", "60", "--jobs", "1"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(tmp_path)})
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(tmp_path)},
+                            cwd=ROOT)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if records.exists() and records.read_text().count("\n") >= 3:  # the header and two notebooks
@@ -110,14 +111,13 @@ def test_four_shards_merged_equal_one_run(course, tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     shards = [subprocess.Popen(cli(course, subs, "--shard", f"{i}/4", "--records", str(tmp_path / f"shard-{i}.jsonl"),
                                     "--timeout", "30", "--jobs", "1"),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env) for i in range(1, 5)]
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT) for i in range(1, 5)]
     one = run_grader(course, subs, timeout_s=30, jobs=2)
     for p in shards:
         assert p.wait(timeout=180) == 0, p.stderr.read()
     out = tmp_path / "merged.json"
-    merged = subprocess.run([sys.executable, str(ROOT / "tools" / "grade.py"), "--merge",
-                             *map(str, sorted(tmp_path.glob("shard-*.jsonl"))), "--json", str(out)],
-                            capture_output=True, text=True, timeout=60)
+    merged = subprocess.run([*GRADE, "--merge", *map(str, sorted(tmp_path.glob("shard-*.jsonl"))), "--json", str(out)],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert merged.returncode == 0, merged.stderr
     data = json.loads(out.read_text())
     assert [(g["submission"], g["exercise"], g["status"], g["message"]) for g in data["grades"]] == \
@@ -142,3 +142,16 @@ def test_the_json_path_is_checked_before_grading(course, tmp_path):
         assert time.monotonic() - start < 5, "the path was checked only after grading"
     with pytest.raises(SystemExit):
         grade.main([str(tmp_path / "subs"), "--bundle", str(course["bundle"]), "--shard", "5/4"])
+
+
+def test_one_command_for_the_instructors_side(capsys):
+    """``python -m grading student|bundle|grade|class``: each command's own options, and a clear
+    word for a missing or unknown command."""
+    from grading.__main__ import COMMANDS, main
+
+    assert main([]) == 2 and "use one of student, bundle, grade" in capsys.readouterr().err
+    assert main(["grades"]) == 2 and "unknown command 'grades'" in capsys.readouterr().err
+    for command in COMMANDS:
+        with pytest.raises(SystemExit) as stop:
+            main([command, "--help"])
+        assert stop.value.code == 0 and f"python -m grading {command}" in capsys.readouterr().out

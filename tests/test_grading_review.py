@@ -566,7 +566,7 @@ def test_the_program_keeps_the_last_binding_and_the_checks_own_helpers():
 
 
 def test_a_short_or_human_seed_is_refused_or_stretched_with_a_warning():
-    import grading_bundle
+    from grading import bundle as grading_bundle
 
     for weak in ("1234", "20261201", "correct horse", "0x4d2"):
         with pytest.raises(ValueError, match="entropy"):
@@ -636,8 +636,8 @@ def test_train_accumulate_must_run_one_backward_per_micro_batch():
 def test_a_grading_run_over_every_shortcut_class(tmp_path, capsys):
     """No shortcut gets a silent pass (each fails or is "needs review" with its line), the reference
     chapters pass, the untouched student edition passes nothing."""
-    import grade
-    import student_edition
+    from grading import grade
+    from grading import student as student_edition
 
     chapters = sorted({chapter for _, chapter, _, _ in SHORTCUTS.values()})
     ids = sorted({ex_id for ex_id, *_ in SHORTCUTS.values()})  # the chapters' other exercises: "not graded"

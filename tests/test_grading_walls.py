@@ -38,10 +38,10 @@ import zipfile
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, ROOT, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
+from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, GRADE, ROOT, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
 from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under  # noqa: E402
 from grading import collect, fstree, judge, readback, report as reports, sandbox  # noqa: E402
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 
 KEY_SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 
@@ -98,9 +98,8 @@ def test_output_survives_any_string(tmp_path):
     merged = reports.merge([records])
     assert merged.grades == [grade_]
     # the documented way back, the command line's --merge, on the same records
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "grade.py"), "--merge", str(records), "--json",
-                          str(tmp_path / "merged.json")], capture_output=True, env={**os.environ, "LANG": "C"},
-                         timeout=120)
+    out = subprocess.run([*GRADE, "--merge", str(records), "--json", str(tmp_path / "merged.json")],
+                         capture_output=True, env={**os.environ, "LANG": "C"}, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads((tmp_path / "merged.json").read_text(encoding="utf-8"))["grades"][0]["message"] == grade_.message
 
@@ -300,8 +299,8 @@ def test_the_outputs_are_written_and_merged(graded_class):
     assert len(data["grades"]) == len(report.grades)
     text = grade.table(report)
     assert "\x1b" not in text and "\ud800" not in text
-    out = subprocess.run([*cli(course, base / "subs")[:2], "--merge", str(base / "grades.jsonl"), "--json",
-                          str(base / "out" / "merged.json")], capture_output=True, timeout=120)
+    out = subprocess.run([*GRADE, "--merge", str(base / "grades.jsonl"), "--json",
+                          str(base / "out" / "merged.json")], capture_output=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads((base / "out" / "merged.json").read_text(encoding="utf-8"))["grades"] == data["grades"]
 
@@ -400,7 +399,7 @@ def test_two_graders_on_one_host(course, tmp_path):
         procs.append(subprocess.Popen(
             cli(course, subs, "--shard", f"{shard}/2", "--jobs", "1", "--timeout", "40", "--isolation", "bwrap",
                 "--records", str(tmp_path / f"shard-{shard}.jsonl"), "--no-progress"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env))
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT))
         if shard == 1:
             time.sleep(6)  # the attacker's threads are up when the honest class starts
     for proc in procs:

@@ -104,7 +104,7 @@ def _worth_scanning(x: float, digits: int = 17) -> bool:
 
 def student_folders(tmp: Path) -> list[Path]:
     """Every folder a student receives: the package, the student notebooks, the class edition."""
-    from student_edition import write_student_edition
+    from grading.student import write_student_edition
 
     write_student_edition(tmp / "student")
     folders = [ROOT / "lectorch", tmp / "student"]  # the class book: test_the_class_edition_holds_no_answer

@@ -13,9 +13,9 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
-import grade  # noqa: E402
+from grading import grade  # noqa: E402
 import grading  # noqa: E402
-import student_edition  # noqa: E402
+from grading import student as student_edition  # noqa: E402
 
 # runs notebooks in kernels (the student edition, the grader): left out of `make unit`
 pytestmark = pytest.mark.slow

@@ -1,9 +1,7 @@
 """The class edition of the book: the student edition's chapters (every solution replaced by its
 stub) built with the book's own _config.yml and _toc.yml, in English and 中文.
 
-    python tools/class_edition.py [OUTPUT]      # default _build/class/html (中文: OUTPUT/zh)
-
-``make book EDITION=class`` runs it. The self-study book (``make book``) shows each solution in a
+``make book EDITION=class`` and ``python -m grading class [OUTPUT]`` run :func:`build`. The self-study book (``make book``) shows each solution in a
 drop-down; this one is what an instructor gives a class: no drop-down, no reference code, and its
 ``_sources/*.ipynb`` (the pages' download button) are the student notebooks. The lesson's stored
 outputs are kept; from a chapter's first exercise on every output is cleared (a checker's verdict,
@@ -32,7 +30,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402
 import i18n  # noqa: E402
 import plain_notebook  # noqa: E402
-import student_edition  # noqa: E402
 
 OUTPUT = ROOT / "_build" / "class" / "html"
 
@@ -43,8 +40,8 @@ def stage(folder: Path) -> Path:
     shutil.copytree(ROOT / "chapters", folder / "chapters", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "_traces"))
     for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
-        nb = student_edition.student_notebook(nbformat.read(path, as_version=4), path.name,
-                                              keep_lesson_outputs=True)
+        nb = plain_notebook.student_notebook(nbformat.read(path, as_version=4), path.name,
+                                             keep_lesson_outputs=True)
         nbformat.write(nb, folder / "chapters" / path.name)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["html"].update(use_repository_button=False, use_issues_button=False)
@@ -89,14 +86,3 @@ def build(output: Path = OUTPUT) -> list[subprocess.CompletedProcess]:
             shutil.copytree(Path(tmp) / "zh" / "_build" / "html", output / "zh")
     return [english, chinese]
 
-
-if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUTPUT
-    builds = build(out)
-    for name, proc in zip(("English", "中文"), builds):
-        if proc.returncode:
-            print(f"the class edition's {name} build failed:\n{(proc.stdout + proc.stderr)[-5000:]}",
-                  file=sys.stderr)
-    if any(proc.returncode for proc in builds):
-        sys.exit(1)
-    print(f"Open {out / 'index.html'} in a browser (中文: {out / 'zh' / 'index.html'}).")

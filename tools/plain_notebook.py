@@ -13,11 +13,12 @@ reads), and a translated notebook's setup cell (its first code cell) ends with
 ``lectorch.set_language(…)``, so the checkers answer in that language (:func:`setup_line`).
 
 The self-study book's download buttons give these notebooks (tools/build_book.py), the class book's
-give its own (tools/class_edition.py), and ``make student`` writes them (tools/student_edition.py).
+give its own (tools/class_edition.py), and ``make student`` writes them (``python -m grading student``).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -279,7 +280,6 @@ def reader_notebook(nb, name: str, language: str = ENGLISH, *, solutions: str = 
     student``). ``docname`` names the page whose catalog applies (default ``chapters/<stem>``).
     """
     from sphinx_lectorch import chapter_number
-    from student_edition import student_notebook
 
     if solutions not in ("fold", "drop"):
         raise ValueError(f"solutions={solutions!r}: use 'fold' (self-study) or 'drop' (class)")
@@ -421,3 +421,68 @@ if __name__ == "__main__":
                  "checker messages and figure words)")
     english, words, common = english_share([Path(p) for p in sys.argv[2:]])
     print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")
+
+
+def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook", *,
+                     keep_lesson_outputs: bool = False) -> nbformat.NotebookNode:
+    """Return a copy of ``nb`` with solutions swapped for stubs and outputs cleared.
+
+    ``keep_lesson_outputs`` (the class edition of the book, tools/class_edition.py) keeps the stored
+    outputs and widget state of the lesson's cells, so the lesson reads as in the book. Cleared are
+    the outputs of the stubs, of every checker and of every cell that uses what a solution defines
+    (directly or through a later cell's names), as a student who has not done the exercises sees them.
+    """
+    out = nbformat.from_dict(nb)
+    cells = []
+    answered: set[str] = set()  # names a solution defines, and the names computed from them
+    for cell in out.cells:
+        source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+        if cell.cell_type == "markdown" and ("{solution-start}" in source or "{solution-end}" in source):
+            continue
+        if cell.cell_type == "code":
+            keep = keep_lesson_outputs
+            if "solution" in cell.metadata.get("tags", []):
+                stub = cell.metadata.get("lectorch", {}).get("stub")
+                if not stub:
+                    raise ValueError(f"{name}: a solution cell has no lectorch.stub metadata:\n{source[:200]}")
+                answered |= _names(source)[0] | _names(stub)[0]
+                cell.source = stub
+                cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "solution"] + ["exercise"]
+                keep = False
+            elif keep:
+                defined, used = _names(source)
+                if used & answered or "lectorch.check" in source or "lectorch.exercises" in source:
+                    answered |= defined
+                    keep = False
+            if not keep:
+                cell.outputs = []
+                cell.execution_count = None
+        cells.append(cell)
+    out.cells = cells
+    if not keep_lesson_outputs:
+        out.metadata.pop("widgets", None)
+    return out
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell defines (assigned, imported, def/class, or an attribute/item of it set) and
+    the names it reads; a cell that is not Python (a ``%%magic``) defines and reads everything."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {"*"}, {"*"}
+    defined, used = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (used if isinstance(node.ctx, ast.Load) else defined).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.alias):
+            defined.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                defined.add(base.id)
+    return defined, used | ({"*"} if "*" in defined else set())

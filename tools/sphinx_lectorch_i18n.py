@@ -212,7 +212,7 @@ def figure_messages(root: Path = ROOT, *, alt: bool = True) -> list[str]:
     for path in sorted((root / "lectorch" / "plots").glob("*.py")):
         found += _marked(path, with_arguments=True)
     for path in sorted((root / "lectorch" / "widgets").glob("*.py")):  # a panel's own figure words
-        found += _marked(path, with_arguments=True, keyword="figure_tr")
+        found += _marked(path, with_arguments=True, keywords=("figure_tr",))
     return list(dict.fromkeys(m for m in found if m))
 
 
@@ -308,8 +308,8 @@ def option_labels(root: Path = ROOT) -> list[str]:
 CHECKER = "checker"
 
 
-def _marked(path: Path, *, with_arguments: bool = False, keyword: str = "tr") -> list[str]:
-    """The English of every ``tr("…")`` (or ``keyword("…")``) in a Python file (Babel's extractor:
+def _marked(path: Path, *, with_arguments: bool = False, keywords: tuple[str, ...] = ("tr", "N_")) -> list[str]:
+    """The English of every ``tr("…")`` and ``N_("…")`` (or each of ``keywords``) in a Python file (Babel's extractor:
     literals only); ``with_arguments``: also the template of a ``tr("… {n} …", n=…)`` (a figure's words)."""
     import contextlib
     import io
@@ -318,7 +318,7 @@ def _marked(path: Path, *, with_arguments: bool = False, keyword: str = "tr") ->
 
     # Babel writes a warning for each f-string it meets; a figure's f-strings are never templates
     with open(path, "rb") as f, contextlib.redirect_stderr(io.StringIO()):
-        found = [m[0] if with_arguments and isinstance(m, tuple) else m for _, _, m, _ in extract_python(f, {keyword: None}, [], {})]
+        found = [m[0] if with_arguments and isinstance(m, tuple) else m for _, _, m, _ in extract_python(f, dict.fromkeys(keywords), [], {})]
     return [m for m in found if isinstance(m, str) and m]
 
 

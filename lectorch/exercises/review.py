@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from lectorch.i18n import tr
+from lectorch.i18n import N_, tr
 
 #: names a notebook may use without defining them (the builtins)
 _BUILTINS = frozenset(dir(builtins))
@@ -47,56 +47,56 @@ ALLOWED_MODULES = frozenset({
 
 #: escape hatches: a reference to any of these (a dotted prefix) is a finding, in every exercise
 ESCAPES = {
-    "threading": "starts a thread", "_thread": "starts a thread", "concurrent": "starts a thread or process",
-    "multiprocessing": "starts a process", "subprocess": "starts a process", "asyncio": "runs an event loop",
-    "os.system": "starts a process", "os.popen": "starts a process", "os.fork": "starts a process",
-    "os.forkpty": "starts a process", "os.posix_spawn": "starts a process", "os.posix_spawnp": "starts a process",
-    "os.kill": "signals a process", "os.environ": "reads or sets the environment",
-    "ctypes": "calls native code", "cffi": "calls native code", "importlib": "imports by name",
-    "pickle": "unpickles code", "marshal": "loads code", "gc": "reaches objects through the garbage collector",
-    "inspect": "inspects frames or closures", "types.FunctionType": "copies a function",
-    "types.CodeType": "builds code", "types.LambdaType": "copies a function", "types.MethodType": "rebinds a function",
-    "types.ModuleType": "builds a module", "sys.modules": "reaches loaded modules", "sys._getframe": "reads frames",
-    "sys.settrace": "traces calls", "sys.setprofile": "traces calls", "sys.meta_path": "hooks imports",
-    "builtins": "reaches the builtins", "operator.attrgetter": "looks attributes up by name",
-    "operator.methodcaller": "calls methods by name",
-    "torch._C": "calls torch's C internals", "torch.ops": "calls an aten operator directly",
-    "torch._ops": "calls an aten operator directly", "torch.overrides": "switches torch-function modes",
-    "torch.library": "registers operators", "torch.utils.cpp_extension": "compiles native code",
-    "torch._dynamo": "compiles code", "torch.compile": "compiles code", "torch.jit": "compiles code",
-    "torch.autograd.graph": "reaches autograd's engine", "torch.autograd.Variable": "reaches autograd's engine",
-    "torch.autograd.function": "reaches autograd's engine",
-    "torch.utils.flop_counter": "counts FLOPs by running the code",
-    "torch.profiler": "measures the code by running it", "torch.autograd.profiler": "measures the code by running it",
-    "torch.autograd.profiler_util": "measures the code by running it",
+    "threading": N_("starts a thread"), "_thread": N_("starts a thread"), "concurrent": N_("starts a thread or process"),
+    "multiprocessing": N_("starts a process"), "subprocess": N_("starts a process"), "asyncio": N_("runs an event loop"),
+    "os.system": N_("starts a process"), "os.popen": N_("starts a process"), "os.fork": N_("starts a process"),
+    "os.forkpty": N_("starts a process"), "os.posix_spawn": N_("starts a process"), "os.posix_spawnp": N_("starts a process"),
+    "os.kill": N_("signals a process"), "os.environ": N_("reads or sets the environment"),
+    "ctypes": N_("calls native code"), "cffi": N_("calls native code"), "importlib": N_("imports by name"),
+    "pickle": N_("unpickles code"), "marshal": N_("loads code"), "gc": N_("reaches objects through the garbage collector"),
+    "inspect": N_("inspects frames or closures"), "types.FunctionType": N_("copies a function"),
+    "types.CodeType": N_("builds code"), "types.LambdaType": N_("copies a function"), "types.MethodType": N_("rebinds a function"),
+    "types.ModuleType": N_("builds a module"), "sys.modules": N_("reaches loaded modules"), "sys._getframe": N_("reads frames"),
+    "sys.settrace": N_("traces calls"), "sys.setprofile": N_("traces calls"), "sys.meta_path": N_("hooks imports"),
+    "builtins": N_("reaches the builtins"), "operator.attrgetter": N_("looks attributes up by name"),
+    "operator.methodcaller": N_("calls methods by name"),
+    "torch._C": N_("calls torch's C internals"), "torch.ops": N_("calls an aten operator directly"),
+    "torch._ops": N_("calls an aten operator directly"), "torch.overrides": N_("switches torch-function modes"),
+    "torch.library": N_("registers operators"), "torch.utils.cpp_extension": N_("compiles native code"),
+    "torch._dynamo": N_("compiles code"), "torch.compile": N_("compiles code"), "torch.jit": N_("compiles code"),
+    "torch.autograd.graph": N_("reaches autograd's engine"), "torch.autograd.Variable": N_("reaches autograd's engine"),
+    "torch.autograd.function": N_("reaches autograd's engine"),
+    "torch.utils.flop_counter": N_("counts FLOPs by running the code"),
+    "torch.profiler": N_("measures the code by running it"), "torch.autograd.profiler": N_("measures the code by running it"),
+    "torch.autograd.profiler_util": N_("measures the code by running it"),
 }
 _ESCAPE_OS = ("os.exec", "os.spawn")  # os.execv, os.spawnlp, ...
 
 #: builtins that run or reach code by name
 ESCAPE_BUILTINS = {
-    "eval": "evaluates a string as code", "exec": "executes a string as code", "compile": "compiles code",
-    "__import__": "imports by name", "globals": "reaches the module's namespace", "locals": "reaches a namespace",
-    "vars": "reaches a namespace", "breakpoint": "starts a debugger", "get_ipython": "reaches the kernel",
-    "memoryview": "reads raw memory",
+    "eval": N_("evaluates a string as code"), "exec": N_("executes a string as code"), "compile": N_("compiles code"),
+    "__import__": N_("imports by name"), "globals": N_("reaches the module's namespace"), "locals": N_("reaches a namespace"),
+    "vars": N_("reaches a namespace"), "breakpoint": N_("starts a debugger"), "get_ipython": N_("reaches the kernel"),
+    "memoryview": N_("reads raw memory"),
 }
 
 #: attributes that reach code, frames or another function's internals
 ESCAPE_ATTRIBUTES = {
-    "__code__": "reads or swaps a function's code", "__closure__": "reads a function's closure",
-    "__globals__": "reads a function's globals", "__builtins__": "reaches the builtins",
-    "__subclasses__": "walks the class tree", "__wrapped__": "unwraps a library function",
-    "__func__": "unwraps a method", "__self__": "reaches a bound method's object",
-    "f_back": "reads frames", "f_globals": "reads frames", "f_locals": "reads frames", "gi_frame": "reads frames",
-    "tb_frame": "reads frames", "__dict__": "reaches an object's namespace", "__getattribute__": "looks attributes up by name",
-    "__setattr__": "sets attributes by name", "__delattr__": "deletes attributes by name",
-    "__spec__": "reloads a module", "__loader__": "reloads a module", "exec_module": "reloads a module",
-    "load_module": "reloads a module",
-    "_execution_engine": "calls autograd's engine", "run_backward": "calls autograd's engine",
-    "grad_fn": "walks autograd's graph", "next_functions": "walks autograd's graph",
-    "_pop_mode_temporarily": "switches torch-function modes", "DisableTorchFunction": "switches torch-function modes",
-    "apply_": "runs a Python callback inside a torch call", "map_": "runs a Python callback inside a torch call",
-    "map2_": "runs a Python callback inside a torch call",
-    "DisableTorchFunctionSubclass": "switches torch-function modes",
+    "__code__": N_("reads or swaps a function's code"), "__closure__": N_("reads a function's closure"),
+    "__globals__": N_("reads a function's globals"), "__builtins__": N_("reaches the builtins"),
+    "__subclasses__": N_("walks the class tree"), "__wrapped__": N_("unwraps a library function"),
+    "__func__": N_("unwraps a method"), "__self__": N_("reaches a bound method's object"),
+    "f_back": N_("reads frames"), "f_globals": N_("reads frames"), "f_locals": N_("reads frames"), "gi_frame": N_("reads frames"),
+    "tb_frame": N_("reads frames"), "__dict__": N_("reaches an object's namespace"), "__getattribute__": N_("looks attributes up by name"),
+    "__setattr__": N_("sets attributes by name"), "__delattr__": N_("deletes attributes by name"),
+    "__spec__": N_("reloads a module"), "__loader__": N_("reloads a module"), "exec_module": N_("reloads a module"),
+    "load_module": N_("reloads a module"),
+    "_execution_engine": N_("calls autograd's engine"), "run_backward": N_("calls autograd's engine"),
+    "grad_fn": N_("walks autograd's graph"), "next_functions": N_("walks autograd's graph"),
+    "_pop_mode_temporarily": N_("switches torch-function modes"), "DisableTorchFunction": N_("switches torch-function modes"),
+    "apply_": N_("runs a Python callback inside a torch call"), "map_": N_("runs a Python callback inside a torch call"),
+    "map2_": N_("runs a Python callback inside a torch call"),
+    "DisableTorchFunctionSubclass": N_("switches torch-function modes"),
 }
 
 #: per exercise, routines of the same purpose a student may reach under another library's name
@@ -364,8 +364,9 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
             binders = [i for i in binders if i >= last[-1]]
         if not binders:
             if name not in _BUILTINS:
-                program.unresolved.append(Finding(0, 0, name, f"uses `{name}`, whose definition the grader "
-                                                  "cannot see in the cells before the check"))
+                program.unresolved.append(Finding(0, 0, name, tr(
+                    "uses `{name}`, whose definition the grader cannot see in the cells before the check"
+                ).format(name=name)))
             continue
         for i in binders:
             if i not in chosen:
@@ -498,22 +499,23 @@ class _Forbidden:
         path = _canonical(path)
         for name in self.paths:
             if path == name or path.startswith(name + "."):
-                return f"uses {name}, which this exercise asks you to write yourself"
+                return tr("uses {name}, which this exercise asks you to write yourself").format(name=name)
         if path.startswith("lectorch.exercises"):
-            return "reaches into the checker (lectorch.exercises)"
+            return tr("reaches into the checker (lectorch.exercises)")
         if self.exercise in AUTOGRAD_BY_HAND and path.startswith(_AUTOGRAD):
-            return "reaches autograd, in an exercise of gradients by hand"
+            return tr("reaches autograd, in an exercise of gradients by hand")
         if (path == "lectorch" or path.startswith("lectorch.")) and not any(
                 path == a or path.startswith(a + ".") for a in self.allowed):
-            return (f"uses {path}: the course's helpers compute pieces of the exercises' answers; this "
-                    "exercise asks for your own code")
+            return tr("uses {path}: the course's helpers compute pieces of the exercises' answers; this "
+                      "exercise asks for your own code").format(path=path)
         obj = _lookup(path)
         if obj is not None and id(obj) in self.objects:
-            return f"uses {self.objects[id(obj)]} (as {path}), which this exercise asks you to write yourself"
+            return tr("uses {name} (as {path}), which this exercise asks you to write yourself").format(
+                name=self.objects[id(obj)], path=path)
         if _library(path):
             for part in path.split(".")[1:]:
                 if part in self.last or part.lstrip("_") in self.last:
-                    return f"uses {path}, which does what this exercise asks you to write"
+                    return tr("uses {path}, which does what this exercise asks you to write").format(path=path)
         return None
 
 
@@ -521,7 +523,7 @@ class _Forbidden:
         """Why a reference to ``path`` is a simulation in this exercise, or None."""
         path = _canonical(path)
         if self.no_tensors and any(path == r or path.startswith(r + ".") for r in _RANDOM):
-            return f"uses {path}: random draws simulate what this exercise asks you to reason out"
+            return tr("uses {path}: random draws simulate what this exercise asks you to reason out").format(path=path)
         return None
 
 
@@ -567,29 +569,30 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                     if why:
                         add(statement, node, why)
                     elif top not in ALLOWED_MODULES:
-                        add(statement, node, f"imports {module}, which the grader does not expect in this exercise")
+                        add(statement, node, tr("imports {module}, which the grader does not expect in this exercise").format(
+                            module=module))
                 continue
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if node.id in ESCAPE_BUILTINS and node.id not in aliases.paths:
-                    add(statement, node, f"`{node.id}` {ESCAPE_BUILTINS[node.id]}")
+                    add(statement, node, f"`{node.id}` {tr(ESCAPE_BUILTINS[node.id])}")
                 elif node.id in ("getattr", "setattr", "delattr", "hasattr") and id(node) in called:
                     call = parents.get(id(node))
                     if isinstance(call, ast.Call) and (len(call.args) < 2 or not isinstance(call.args[1], ast.Constant)):
-                        add(statement, node, f"`{node.id}` with a computed name looks attributes up by name")
+                        add(statement, node, tr("`{name}` with a computed name looks attributes up by name").format(name=node.id))
                     elif isinstance(call, ast.Call):  # getattr(torch, "log_softmax"): the same as torch.log_softmax
                         attr = str(call.args[1].value)
                         base = aliases.dotted(call.args[0])
                         why = (_escape(f"{base}.{attr}") or rules.path(f"{base}.{attr}")) if base else None
                         if why is None and (attr in ESCAPE_ATTRIBUTES or attr in rules.last
                                             or attr.lstrip("_") in rules.last):
-                            why = f"`{node.id}` reaches .{attr}"
+                            why = tr("`{name}` reaches .{attr}").format(name=node.id, attr=attr)
                         if why is None and node.id in ("setattr", "delattr") and base and _library(_canonical(base)):
-                            why = f"changes the library ({base}.{attr})"
+                            why = tr("changes the library ({path})").format(path=f"{base}.{attr}")
                         if why:
                             add(statement, node, why)
             if isinstance(node, ast.Attribute):
                 if node.attr in ESCAPE_ATTRIBUTES:
-                    add(statement, node, f"`.{node.attr}` {ESCAPE_ATTRIBUTES[node.attr]}")
+                    add(statement, node, f"`.{node.attr}` {tr(ESCAPE_ATTRIBUTES[node.attr])}")
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):
                     continue  # judged as part of the longest chain
@@ -601,15 +604,16 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
             if path is None:
                 # a method of an unknown object (a tensor, type(x)...): forbidden by its name
                 if isinstance(node, ast.Attribute) and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
-                    add(statement, node, f"uses .{node.attr}, which does what this exercise asks you to write")
+                    add(statement, node, tr("uses .{name}, which does what this exercise asks you to write").format(
+                        name=node.attr))
                 continue
             why = _escape(path) or rules.path(path) or rules.random(path)
             if why is None and rules.no_tensors and _canonical(path).split(".")[0] in ("torch", "numpy") \
                     and id(node) in called and not _canonical(path).startswith(_NO_TENSOR_OK):
-                why = f"calls {path}: this exercise asks for the answer without creating a tensor"
+                why = tr("calls {path}: this exercise asks for the answer without creating a tensor").format(path=path)
             if why is None and isinstance(node, ast.Attribute) \
                     and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
-                why = f"uses {path}, which does what this exercise asks you to write"
+                why = tr("uses {path}, which does what this exercise asks you to write").format(path=path)
             if why:
                 add(statement, node, why)
         # assignments into a library (torch.x = ..., np.y = ...)
@@ -620,7 +624,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                     if isinstance(t, ast.Attribute):
                         path = aliases.dotted(t.value)
                         if path and _library(_canonical(path)):
-                            add(statement, node, f"changes the library ({path}.{t.attr})")
+                            add(statement, node, tr("changes the library ({path})").format(path=f"{path}.{t.attr}"))
     findings.sort(key=lambda f: (f.cell, f.line))
     return findings
 
@@ -629,12 +633,12 @@ def _escape(path: str) -> str | None:
     path = _canonical(path)
     for prefix, why in ESCAPES.items():
         if path == prefix or path.startswith(prefix + "."):
-            return f"{path} {why}"
+            return f"{path} {tr(why)}"
     if path.startswith(_ESCAPE_OS):
-        return f"{path} starts a process"
+        return f"{path} {tr('starts a process')}"
     parts = path.split(".")
     if parts[0] == "torch" and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
-        return f"{path} is a private torch internal"
+        return tr("{path} is a private torch internal").format(path=path)
     return None
 
 

@@ -1,6 +1,6 @@
 """Build the instructor's grading bundle: hidden inputs with their expected results, expected values.
 
-    GRADING_SEED=$(python -c 'import secrets; print(secrets.token_hex(32))') python tools/grading_bundle.py [OUTPUT]
+    GRADING_SEED=$(python -c 'import secrets; print(secrets.token_hex(32))') python -m grading bundle [OUTPUT]
     # default OUTPUT: grading-bundle/bundle.pt
 
 The seed makes the hidden cases reproducible; keep it secret (anyone with the seed and the grading
@@ -9,7 +9,7 @@ a short or human-chosen seed (a number, a date, a word) could be searched for fr
 sandboxed notebook sees, and is refused (``--weak-seed`` stretches it instead, for a demonstration).
 Each exercise draws its cases from HMAC(key, exercise id). Without GRADING_SEED (or ``--seed``) a
 random seed is drawn; either way it is recorded in the bundle. Keep the bundle out of the student edition and away from
-students: ``tools/grade.py --bundle OUTPUT`` reads it, and no sandboxed notebook can see it.
+students: ``python -m grading grade --bundle OUTPUT`` reads it, and no sandboxed notebook can see it.
 """
 
 from __future__ import annotations
@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import grading
 
-import grading  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_OUTPUT = ROOT / "grading-bundle" / "bundle.pt"
 
@@ -39,7 +36,7 @@ def seed_from(text: str | None, *, weak_ok: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grading bundle", description=__doc__.split("\n\n")[0])
     parser.add_argument("output", type=Path, nargs="?", default=DEFAULT_OUTPUT)
     parser.add_argument("--seed", help="secret seed of at least 128 bits (default: $GRADING_SEED, else random)")
     parser.add_argument("--weak-seed", action="store_true",
@@ -67,6 +64,3 @@ def main(argv: list[str] | None = None) -> int:
           f"{sealed} graded against the package's seal only; fingerprint {grading.fingerprint(output)}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

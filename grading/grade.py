@@ -1,14 +1,14 @@
 """Grade a folder of completed student notebooks, each in its own sandbox, against a grading bundle.
 
-    python tools/grade.py SUBMISSIONS --bundle BUNDLE [--json grades.json] [--jobs N] [--shard i/n]
-    python tools/grade.py --merge shard-*.jsonl --json grades.json
+    python -m grading grade SUBMISSIONS --bundle BUNDLE [--json grades.json] [--jobs N] [--shard i/n]
+    python -m grading grade --merge shard-*.jsonl --json grades.json
 
 SUBMISSIONS holds one sub-folder per student (or notebooks directly). Every grade is appended to
 the records file (``--records``, default: the ``--json`` path with ``.jsonl``) as soon as it is
 decided; the table is printed and ``--json`` written atomically at the end. ``--shard i/n`` grades
 one deterministic share of the students (an array job); ``--merge`` combines the shards' records.
-Exit status 0 when grading ran, whatever the grades. The work is done by the instructor's package
-``grading/`` (collect, sandbox, readback, judge, report, grader); see chapters/reference/grading.md.
+Exit status 0 when grading ran, whatever the grades. The work is done by the rest of this package
+(collect, sandbox, readback, judge, report, grader); see chapters/reference/grading.md.
 """
 
 from __future__ import annotations
@@ -20,15 +20,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 # jsonschema (under nbformat, which checks each notebook) imports rfc3987_syntax, when installed,
 # only for a string format no notebook uses, and that import builds a parser: a second of every
 # run. Skipped, as in the sandboxes (grading/kernel_site/rfc3987_syntax.py); no-op once imported.
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from grading import grader, report as reports, sandbox  # noqa: E402
-from grading.report import table  # noqa: E402,F401 - the table of a report, for callers of this tool
+from grading.report import table  # noqa: E402,F401 - the table of a report, for callers of this command
 from grading.sandbox import Limits, bwrap_works  # noqa: E402,F401
 
 
@@ -46,7 +44,7 @@ def _records_path(args) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grading grade", description=__doc__.split("\n\n")[0])
     parser.add_argument("submissions", type=Path, nargs="?")
     parser.add_argument("--bundle", type=Path, help="the instructor's grading bundle (make grading-bundle)")
     parser.add_argument("--reference", type=Path, default=ROOT / "chapters", help="reference chapters (default chapters/)")
@@ -125,5 +123,3 @@ def _finish(report, args) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
