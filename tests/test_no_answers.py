@@ -1,7 +1,7 @@
 """Nothing a student receives holds an answer (issue 20, item 1).
 
 Everything a student gets is scanned: the installed package ``lectorch/``, the student notebooks
-(``tools/student_edition.py``'s output) and, when it is built, the class edition of the book
+(``python -m grading student``'s output) and, when it is built, the class edition of the book
 (``_build/class/html``; more folders with ``LECTORCH_SCAN_DIRS``, separated by ``os.pathsep``).
 The scan looks for
 
