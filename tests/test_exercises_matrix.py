@@ -25,6 +25,7 @@ import torch
 
 import grading  # noqa: E402
 from grading.case_seals import references  # noqa: E402
+from lectorch.dtypes import bytes_per_element  # noqa: E402
 from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case  # noqa: E402
 from lectorch.exercises import seal as sealed_cases  # noqa: E402
 
@@ -110,7 +111,7 @@ def readings_by_steps(events):  # another rounding of the 512-byte blocks
     for event in events:
         if event[0] == "alloc":
             _, name, shape, dtype = event
-            nbytes = math.prod(shape) * td._nbytes((1,), dtype)
+            nbytes = math.prod(shape) * bytes_per_element(dtype)
             sizes[name] = 512 * math.ceil(nbytes / 512)
             now += sizes[name]
             peak = max(peak, now)
@@ -219,10 +220,12 @@ def leaky_std_f32(fan_in, slope):  # the formula in float32 arithmetic (rounded 
     return _f32(math.sqrt(_f32(2.0 / _f32(_f32(1 + _f32(s * s)) * fan_in))))
 
 
-def adamw_step_f32(param, grad, m, v, step, *, lr, betas, eps, weight_decay):
-    out = to.adamw_step(param.float(), grad.float(), m.float(), v.float(), step, lr=lr, betas=betas,
-                        eps=eps, weight_decay=weight_decay)
-    return tuple(t.double() for t in out)
+def adamw_step_f32(param, grad, m, v, step, *, lr, betas, eps, weight_decay):  # in float32, written out
+    b1, b2 = betas
+    param, grad, m, v = param.float(), grad.float(), m.float(), v.float()
+    m, v = b1 * m + (1 - b1) * grad, b2 * v + (1 - b2) * grad.square()
+    update = (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt() + eps)
+    return tuple(t.double() for t in (param * (1 - lr * weight_decay) - lr * update, m, v))
 
 
 def adamw_bypass(param, grad, m, v, step, *, lr, betas, eps, weight_decay):
@@ -233,9 +236,11 @@ def adamw_bypass(param, grad, m, v, step, *, lr, betas, eps, weight_decay):
     return p.detach(), opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"]
 
 
-def clip_f32(grads, max_norm):
-    clipped, norm = to.clip_by_global_norm([g.float() for g in grads], max_norm)
-    return [g.double() for g in clipped], norm
+def clip_f32(grads, max_norm):  # in float32, written out
+    grads = [g.float() for g in grads]
+    norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    return [(g * scale).double() for g in grads], norm
 
 
 def clip_bypass(grads, max_norm):
@@ -394,7 +399,8 @@ def saved_bytes_bypass(b, t, d, n, v, checkpointing=False):
 
 
 def saved_bytes_by_parts(b, t, d, n, v, checkpointing=False):  # the same count, added another way
-    return ts.saved_bytes(b, t, d, n, v, checkpointing) + 0
+    per_layer = b * t * d * (1 if checkpointing else 9) * 4
+    return n * per_layer + 4 * b * t * (d + v) + 16 * b * t + 4
 
 
 # ------------------------------------------------------------------ the matrix
