@@ -117,7 +117,7 @@ def test_a_page_head_is_bundled_in_order(tmp_path):
     assert not book_light.bundle_page(page, static), "a second pass changes nothing"
 
 
-@pytest.mark.parametrize("edition", test_browser_reader.EDITIONS)
+@pytest.mark.parametrize("edition", _tour.EDITIONS)
 def test_chapter_pages_link_one_stylesheet_and_math_only_where_math_is(book, edition):
     for page in sorted((book / edition / "chapters").glob("[0-9][0-9]_*.html")):
         text = page.read_text(encoding="utf-8")
@@ -386,7 +386,7 @@ def test_a_first_visit_fits_its_budget_with_math_after_the_panels(browser, book)
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:
         visits = {f"{edition}chapters/{name}.html": _first_visit(browser, f"{url}/{edition}chapters/{name}.html")
-                  for edition in test_browser_reader.EDITIONS for name in reader_metrics.FIRST_VISIT}
+                  for edition in _tour.EDITIONS for name in reader_metrics.FIRST_VISIT}
     finally:
         httpd.shutdown()
     over = {path: round(v["bytes"]) for path, v in visits.items() if v["bytes"] > FIRST_VISIT_BUDGET}

@@ -292,7 +292,7 @@ def test_honest_neighbours_are_whole(graded_class):
 @needs_bwrap
 @pytest.mark.slow
 def test_the_outputs_are_written_and_merged(graded_class):
-    report, base, course = graded_class["report"], graded_class["base"], graded_class["course"]
+    report, base = graded_class["report"], graded_class["base"]
     message = {(g.submission, g.exercise): g.message for g in report.grades}
     assert "\\ud800" in message[("raise_surrogate", "quiz-scale")]
     data = json.loads((base / "out" / "grades.json").read_text(encoding="utf-8"))

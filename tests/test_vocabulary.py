@@ -9,10 +9,13 @@ form (全角括号: 步幅（stride）), and not again later in that chapter."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 import i18n  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 #: (banned in a translation, the course's rendering, only where the English matches this, or None)
 BANNED = [
