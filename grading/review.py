@@ -39,7 +39,9 @@ def split(notebook: Mapping, items: list[dict], refusals: Mapping[str, dict],
         program, findings[item["id"]] = findings_in(notebook, item["id"], item["expr"], spec, own)
         # the check expression's own helpers (the grader's, imported by the program) stay
         kept = {f"{module}.{name}" for name, module in own.items()}
-        refuse = {**spec, "names": [n for n in spec.get("names", ()) if n not in kept]}
+        refuse = {**spec, "names": [n for n in spec.get("names", ()) if n not in kept],
+                  "ops": engine.operator_names(item["id"], spec.get("names", ())),
+                  "autograd": item["id"] in engine.AUTOGRAD_BY_HAND}
         fresh.append({**item, "refuse": refuse, "program": program.source(), "origins": program.origins(),
                       "outside": item.get("runner") in OUTSIDE_RUNNERS})
     return plain, fresh, findings

@@ -695,6 +695,12 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
     return findings
 
 
+def operator_names(exercise: str, names: Iterable[str]) -> list[str]:
+    """The names of the torch routines ``exercise`` forbids (``names``) and of its equivalents:
+    the grader's fresh process refuses the aten operators of these names."""
+    return sorted(n for n in _Forbidden(exercise, names, False).last if n.isidentifier() and len(n) > 2)
+
+
 def _unsafe_load(path: str, call: ast.AST | None) -> str | None:
     """Why this use of a loader (``torch.load``, ``numpy.load``) may run code, or None."""
     if not isinstance(call, ast.Call):
