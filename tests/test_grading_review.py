@@ -1028,3 +1028,18 @@ def test_train_accumulate_counts_what_reaches_the_weight_and_the_rows(who):
         assert result.passed, result
     else:
         assert result.status == "failed" and says in result.message, result
+
+
+def test_strings_that_carry_code_are_findings_and_prose_is_not():
+    """A name in a string reaches code through an evaluator the review cannot follow (an
+    annotation, a format field, a pickle); words in a message or a file name do not."""
+    from lectorch.exercises import review as engine
+
+    spec = refusals()["precision-log-softmax"]
+    rule = engine._Forbidden("precision-log-softmax", spec["names"], False)
+    for code in ("torch.log_softmax", "log_softmax", "0.nn.functional.log_softmax", "exec",
+                 "__import__('importlib').reload(m)", b"cbuiltins\nexec\n", b"\x8c\x08builtins\x94\x8c\x04exec\x94"):
+        assert rule.string(code), code
+    for prose in ("cpu", "meta", "bfloat16", "{:.3f}", "ckpt.pt", "1e-3", "the softmax, e.g. by hand",
+                  "compile the code and exec it later"):
+        assert rule.string(prose) is None, prose

@@ -551,17 +551,24 @@ class _Forbidden:
         text = value.decode("latin-1") if isinstance(value, bytes) else value
         if "__builtin__" in text:  # a pickle's GLOBAL opcode, protocol 0-2
             return tr("a string names the builtins")
+        # prose ("the backward pass", "e.g.") names nothing: a lone word counts where the string is
+        # code-like (no spaces: a name, a pickle's opcodes) or the word is an identifier with "_"
+        code_like = isinstance(value, bytes) or " " not in text.strip()
         for token in _TOKEN.findall(text):
             parts = [p for p in token.split(".") if p]
+            if len(parts) > 1 and (parts[0] in _CODE_ROOTS or any(
+                    p.startswith("_") and not p.startswith("__") for p in parts)):
+                return tr("a string names code (`{path}`)").format(path=token)
             for part in parts:
+                if len(parts) > 1 and len(part) < 3:
+                    continue
+                if not (code_like or "_" in part):
+                    continue
                 if part in ESCAPE_BUILTINS or part in ESCAPE_ATTRIBUTES or part in _ESCAPE_MODULES:
                     return tr("a string names `{name}`, an escape hatch").format(name=part)
                 if part in self.last or part.lstrip("_") in self.last:
                     return tr("a string names `{name}`, which does what this exercise asks you to write").format(
                         name=part)
-            if len(parts) > 1 and (parts[0] in _CODE_ROOTS or any(
-                    p.startswith("_") and not p.startswith("__") for p in parts)):
-                return tr("a string names code (`{path}`)").format(path=token)
         return None
 
     def random(self, path: str) -> str | None:
@@ -573,7 +580,7 @@ class _Forbidden:
 
 
 #: a name or dotted path inside a string (not a number's exponent, not part of a longer word)
-_TOKEN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
+_TOKEN = re.compile(r"(?<!\w)[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
 #: modules that are escape hatches as a whole (their names, in a string, name code)
 _ESCAPE_MODULES = frozenset(p for p in ESCAPES if "." not in p) | {"__builtin__", "_io", "posix"}
 #: the first names of dotted paths that lead into code
