@@ -833,7 +833,8 @@ def _fresh_errors(nb, ex_id: str, expr: str) -> list[dict]:
     import lectorch_grading_fresh as fresh
 
     program = review.build(nb, ex_id, expr)
-    item = {"refuse": refusals()[ex_id], "program": program.source(), "origins": program.origins()}
+    item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
+            "origins": program.origins()}
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -1043,3 +1044,42 @@ def test_strings_that_carry_code_are_findings_and_prose_is_not():
     for prose in ("cpu", "meta", "bfloat16", "{:.3f}", "ckpt.pt", "1e-3", "the softmax, e.g. by hand",
                   "compile the code and exec it later"):
         assert rule.string(prose) is None, prose
+
+
+#: what the fresh process refuses below the names it removed: (exercise, the answer's cell, what it raises)
+FRESH = {
+    "a module loaded again": ("optim-rmsprop", "import importlib, torch.optim.rmsprop as R\n"
+                              "R = importlib.reload(R)\nMyRMSprop = R.RMSprop", "cannot be loaded again"),
+    "a module imported again": ("optim-rmsprop", "import importlib, sys\n"
+                                "R = (sys.modules.pop('torch.optim.rmsprop'), importlib.import_module('torch.optim.rmsprop'))\n"
+                                "MyRMSprop = R[1].RMSprop", "cannot be loaded again"),
+    "the aten operator": ("precision-log-softmax", "import torch\n"
+                          "y = torch.ops.aten._log_softmax.default(torch.ones(2), 0, False)\n"
+                          "log_softmax = lambda logits: y", "aten::_log_softmax"),
+    "a tensor without torch-function modes": ("precision-tensor-bytes", "import torch\n"
+                                              "with torch._C.DisableTorchFunction():\n"
+                                              "    n = torch.empty(2, device='meta').nbytes\n"
+                                              "tensor_nbytes = lambda shape, dtype: n", "aten::empty"),
+    "autograd's engine": ("backprop-skip-grads", "import torch\n"
+                          "from torch.autograd.graph import _engine_run_backward as run\n"
+                          "w = torch.ones(2, requires_grad=True)\n"
+                          "g = run(((w * w).sum(),), (torch.ones(()),), False, False, (w,), False, False)\n"
+                          "skip_grads = lambda x, w1, w2: g", "_engine_run_backward"),
+}
+
+
+@pytest.mark.parametrize("who", FRESH)
+def test_the_fresh_process_refuses_what_a_reload_an_operator_or_a_mode_switch_would_bring_back(who):
+    ex_id, source, said = FRESH[who]
+    expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
+    errors = _fresh_errors(notebook_of(ex_id, [source], expr), ex_id, expr)
+    assert any(said in e["error"] for e in errors), errors
+
+
+def test_the_fresh_process_still_runs_honest_torch_code():
+    source = ("import torch\n"
+              "x = torch.randn(2, 3)\n"
+              "z = x - x.amax(-1, keepdim=True)\n"
+              "y = z - z.exp().sum(-1, keepdim=True).log()\n"
+              "log_softmax = lambda logits: y")
+    assert _fresh_errors(notebook_of("precision-log-softmax", [source]), "precision-log-softmax", "log_softmax") == []
