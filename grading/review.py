@@ -39,10 +39,18 @@ def split(notebook: Mapping, items: list[dict], refusals: Mapping[str, dict],
         program, findings[item["id"]] = findings_in(notebook, item["id"], item["expr"], spec, own)
         # the check expression's own helpers (the grader's, imported by the program) stay
         kept = {f"{module}.{name}" for name, module in own.items()}
-        refuse = {**spec, "names": [n for n in spec.get("names", ()) if n not in kept]}
+        refuse = fresh_spec(item["id"], spec, kept)
         fresh.append({**item, "refuse": refuse, "program": program.source(), "origins": program.origins(),
                       "outside": item.get("runner") in OUTSIDE_RUNNERS})
     return plain, fresh, findings
+
+
+def fresh_spec(exercise: str, spec: Mapping, kept: set[str] | frozenset = frozenset()) -> dict:
+    """What the fresh process removes for ``exercise`` (``spec``: its refusals, less the check
+    expression's own helpers ``kept``): the routines, their aten operators, autograd's engine."""
+    return {**spec, "names": [n for n in spec.get("names", ()) if n not in kept],
+            "ops": engine.operator_names(exercise, spec.get("names", ())),
+            "autograd": exercise in engine.AUTOGRAD_BY_HAND}
 
 
 def program_errors(status: str, message: str, errors: Any) -> str:

@@ -317,6 +317,140 @@ RED_TEAM = {
         "import torch\n"
         "def log_softmax(logits):\n"
         "    return torch.sparse.log_softmax(logits.float().to_sparse(), -1).to_dense()"), "torch.sparse.log_softmax"),
+    # a fourth fresh red team: code carried in strings and data (annotations, format fields, pickles,
+    # a file written from a string), evaluators, loaders that run code, graph capture, numpy kept in a
+    # container in the "no tensors" exercises, and an exec that replaces the reviewed definition
+    "autograd's engine from a hubconf written from a string": ("backprop-skip-grads", (
+        "import pathlib, tempfile, torch\n"
+        "HUB = 'from torch.autograd.graph import _engine_run_backward as run'\n"
+        "d = tempfile.mkdtemp()\n"
+        "pathlib.Path(d, 'hubconf.py').write_text(HUB)\n"
+        "skip_grads = torch.hub.load(d, 'make', source='local', trust_repo=True)"), "torch.hub.load"),
+    "AdamW from a pickle in a bytes literal": ("optim-adamw-step", (
+        "import io, torch\n"
+        "BLOB = b'\\x80\\x04\\x95\\x10\\x00\\x8c\\x08builtins\\x94\\x8c\\x04exec\\x94\\x93'\n"
+        "adamw_step = torch.load(io.BytesIO(BLOB), weights_only=False)[1]['adamw_step']"), "weights_only=False"),
+    "RMSprop from numpy's pickle": ("optim-rmsprop", (
+        "import io\n"
+        "import numpy as np\n"
+        "BLOB = b'cbuiltins\\nexec\\n(Vimport importlib\\ntR.'\n"
+        "MyRMSprop = np.load(io.BytesIO(BLOB), allow_pickle=True)[1]['MyRMSprop']"), "allow_pickle=True"),
+    "logcumsumexp through an alias of getattr": ("precision-log-softmax", (
+        "import torch\n"
+        "look = getattr\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float()\n"
+        "    x = x - x.amax(-1, keepdim=True)\n"
+        "    f = look(torch, 'log' + 'cumsumexp')\n"
+        "    return x - f(x, -1)[..., -1:]"), "look = getattr"),
+    "a meta tensor's nbytes through string annotations": ("precision-tensor-bytes", (
+        "import typing, torch\n"
+        "def _m(e: 'torch.empty', off: 'torch._C.DisableTorchFunction'):\n"
+        "    pass\n"
+        "def tensor_nbytes(shape, dtype):\n"
+        "    h = typing.get_type_hints(_m, {'torch': torch})\n"
+        "    with h['off']():\n"
+        "        return h['e'](tuple(shape), dtype=dtype, device='meta').nbytes"), "torch.empty"),
+    "log_softmax through a string annotation": ("precision-log-softmax", (
+        "import typing, torch\n"
+        "def _hints(a: 'torch.log_softmax', b: 'torch._C.DisableTorchFunction'):\n"
+        "    pass\n"
+        "def log_softmax(logits):\n"
+        "    h = typing.get_type_hints(_hints)\n"
+        "    with h['b']():\n"
+        "        return h['a'](logits.float(), -1)"), "def _hints"),
+    "log_softmax through a format field": ("precision-log-softmax", (
+        "import string, torch\n"
+        "def log_softmax(logits):\n"
+        "    f = string.Formatter().get_field('0.nn.functional.log_softmax', [torch], {})[0]\n"
+        "    return f(logits.float(), -1)"), "get_field"),
+    "strides of numpy kept in a list": ("views-transpose-strides", (
+        "import numpy as np\n"
+        "MAKE = [np.empty]\n"
+        "def transposed_strides(shape, dim0, dim1):\n"
+        "    return tuple(MAKE[0](tuple(shape), dtype=np.int8).swapaxes(dim0, dim1).strides)"), "MAKE = [np.empty]"),
+    "a model built through a string annotation": ("train-ckpt-size", (
+        "import typing\n"
+        "def _m(m: \"__import__('lectorch.models', fromlist=['_']).TinyLM\"):\n"
+        "    pass\n"
+        "def ckpt_bytes(vocab_size, dim, num_layers):\n"
+        "    model = typing.get_type_hints(_m)['m'](vocab_size, dim, num_layers)\n"
+        "    return 3 * sum(p.numel() * p.element_size() for p in model.parameters())"), "__import__"),
+    "the aten op in a string annotation": ("precision-log-softmax", (
+        "import typing, torch\n"
+        "def _h(a: 'torch.ops.aten._log_softmax.default'):\n"
+        "    pass\n"
+        "def log_softmax(logits):\n"
+        "    return typing.get_type_hints(_h, {'torch': torch})['a'](logits.float(), -1, False)"), "torch.ops.aten"),
+    "FlopCounterMode reloaded through a string annotation": ("backprop-mlp-backward", (
+        "import typing, torch\n"
+        "def _f(m: \"__import__('importlib').reload(__import__('torch.utils.flop_counter', fromlist=['_'])).FlopCounterMode\"):\n"
+        "    pass\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    ws = [torch.empty(d, k, device='meta', requires_grad=True) for d, k in zip(widths, widths[1:])]\n"
+        "    x = torch.empty(batch, widths[0], device='meta', requires_grad=input_requires_grad)\n"
+        "    for w in ws:\n"
+        "        x = x @ w\n"
+        "    with typing.get_type_hints(_f)['m'](display=False) as c:\n"
+        "        x.sum().backward()\n"
+        "    return c.get_total_flops()"), "reload"),
+    "autograd's engine through a format field": ("backprop-skip-grads", (
+        "import string, torch\n"
+        "run = string.Formatter().get_field('0.autograd.graph._engine_run_backward', [torch], {})[0]\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    a, b = w1.clone().requires_grad_(), w2.clone().requires_grad_()\n"
+        "    with torch.enable_grad():\n"
+        "        loss = ((torch.relu(x @ a) + x) @ b).sum()\n"
+        "    return run((loss,), (torch.ones_like(loss),), False, False, (a, b), False, False)"), "get_field"),
+    "calculate_gain reloaded through a string annotation": ("init-leaky-std", (
+        "import math, typing\n"
+        "def _g(cg: \"__import__('importlib').reload(__import__('torch.nn.init', fromlist=['_'])).calculate_gain\"):\n"
+        "    pass\n"
+        "def leaky_relu_std(fan_in, slope):\n"
+        "    return typing.get_type_hints(_g)['cg']('leaky_relu', slope) / math.sqrt(fan_in)"), "calculate_gain"),
+    "clip_grad_norm_ reloaded through a string annotation": ("optim-clip-grad-norm", (
+        "import typing, torch\n"
+        "def _c(c: \"__import__('importlib').reload(__import__('torch.nn.utils.clip_grad', fromlist=['_'])).clip_grad_norm_\"):\n"
+        "    pass\n"
+        "def clip_by_global_norm(grads, max_norm):\n"
+        "    ps = [torch.zeros_like(g) for g in grads]\n"
+        "    for p, g in zip(ps, grads):\n"
+        "        p.grad = g.clone()\n"
+        "    total = typing.get_type_hints(_c)['c'](ps, max_norm, foreach=False)\n"
+        "    return [p.grad for p in ps], total"), "clip_grad_norm_"),
+    "the backward traced with make_fx": ("backprop-mlp-backward", (
+        "import torch\n"
+        "from torch.fx.experimental.proxy_tensor import make_fx\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    g = make_fx(lambda x: x.sum())(torch.empty(batch, widths[0], device='meta'))\n"
+        "    return sum(1 for n in g.graph.nodes if 'mm' in str(n.target))"), "make_fx"),
+    "which ops copy, measured with numpy kept in a dict": ("views-which-copy", (
+        "import numpy as np\n"
+        "NP = {'arange': np.arange, 'shares': np.shares_memory}\n"
+        "def copies(ops):\n"
+        "    x = NP['arange'](24).reshape(2, 3, 4)\n"
+        "    return ''.join(k for k, op in ops.items() if not NP['shares'](x, x.T))"), "np.shares_memory"),
+    "a permuted layout of numpy kept in a list": ("views-permute-slice", (
+        "import numpy as np\n"
+        "MAKE = [np.empty]\n"
+        "def permute_slice_layout(shape):\n"
+        "    x = MAKE[0](tuple(shape), dtype=np.int8)\n"
+        "    y = x.transpose(3, 1, 0, 2)[::2, 1:, :, 1]\n"
+        "    return tuple(y.strides), y.__array_interface__['data'][0] - x.__array_interface__['data'][0]"),
+        "MAKE = [np.empty]"),
+    "torch's warm restarts reloaded through a string annotation": ("train-lr-at-step", (
+        "import typing, torch\n"
+        "def _s(m: \"__import__('importlib').reload(__import__('torch.optim.lr_scheduler', fromlist=['_'])).CosineAnnealingWarmRestarts\"):\n"
+        "    pass\n"
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    opt = torch.optim.SGD([torch.zeros(1)], lr=max_lr)\n"
+        "    typing.get_type_hints(_s)['m'](opt, T_0=total_steps - warmup_steps, eta_min=min_lr).step(step - warmup_steps)\n"
+        "    return opt.param_groups[0]['lr']"), "lr_scheduler"),
+    "the reviewed stub replaced by exec": ("precision-log-softmax", (
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    raise NotImplementedError\n"
+        "exec('log_softmax = lambda l: l.float() - torch.logcumsumexp(l.float(), -1)[..., -1:]')"), "exec("),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -325,7 +459,10 @@ RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "My
                  "views-storage-index": "storage_index", "views-permute-slice": "permute_slice_layout",
                  "scale-ckpt-time": "ckpt_time_ratio", "backprop-time-ratio": "backward_ratio",
                  "init-variant-params": "variant_params", "precision-log-softmax": "log_softmax",
-                 "flops-mfu-from-time": "matmul_mfu"}
+                 "flops-mfu-from-time": "matmul_mfu", "backprop-skip-grads": "skip_grads",
+                 "precision-tensor-bytes": "tensor_nbytes", "train-ckpt-size": "ckpt_bytes",
+                 "optim-clip-grad-norm": "clip_by_global_norm", "views-which-copy": "copies",
+                 "train-lr-at-step": "lr_at"}
 
 
 @pytest.mark.parametrize("who", RED_TEAM)
@@ -694,7 +831,8 @@ def _fresh_errors(nb, ex_id: str, expr: str) -> list[dict]:
     import lectorch_grading_fresh as fresh
 
     program = review.build(nb, ex_id, expr)
-    item = {"refuse": refusals()[ex_id], "program": program.source(), "origins": program.origins()}
+    item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
+            "origins": program.origins()}
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -889,3 +1027,57 @@ def test_train_accumulate_counts_what_reaches_the_weight_and_the_rows(who):
         assert result.passed, result
     else:
         assert result.status == "failed" and says in result.message, result
+
+
+def test_strings_that_carry_code_are_findings_and_prose_is_not():
+    """A name in a string reaches code through an evaluator the review cannot follow (an
+    annotation, a format field, a pickle); words in a message or a file name do not."""
+    from lectorch.exercises import review as engine
+
+    spec = refusals()["precision-log-softmax"]
+    rule = engine._Forbidden("precision-log-softmax", spec["names"], False)
+    for code in ("torch.log_softmax", "log_softmax", "0.nn.functional.log_softmax", "exec",
+                 "__import__('importlib').reload(m)", b"cbuiltins\nexec\n", b"\x8c\x08builtins\x94\x8c\x04exec\x94"):
+        assert rule.string(code), code
+    for prose in ("cpu", "meta", "bfloat16", "{:.3f}", "ckpt.pt", "1e-3", "the softmax, e.g. by hand",
+                  "compile the code and exec it later"):
+        assert rule.string(prose) is None, prose
+
+
+#: what the fresh process refuses below the names it removed: (exercise, the answer's cell, what it raises)
+FRESH = {
+    "a module loaded again": ("optim-rmsprop", "import importlib, torch.optim.rmsprop as R\n"
+                              "R = importlib.reload(R)\nMyRMSprop = R.RMSprop", "cannot be loaded again"),
+    "a module imported again": ("optim-rmsprop", "import importlib, sys\n"
+                                "R = (sys.modules.pop('torch.optim.rmsprop'), importlib.import_module('torch.optim.rmsprop'))\n"
+                                "MyRMSprop = R[1].RMSprop", "cannot be loaded again"),
+    "the aten operator": ("precision-log-softmax", "import torch\n"
+                          "y = torch.ops.aten._log_softmax.default(torch.ones(2), 0, False)\n"
+                          "log_softmax = lambda logits: y", "aten::_log_softmax"),
+    "a tensor without torch-function modes": ("precision-tensor-bytes", "import torch\n"
+                                              "with torch._C.DisableTorchFunction():\n"
+                                              "    n = torch.empty(2, device='meta').nbytes\n"
+                                              "tensor_nbytes = lambda shape, dtype: n", "aten::empty"),
+    "autograd's engine": ("backprop-skip-grads", "import torch\n"
+                          "from torch.autograd.graph import _engine_run_backward as run\n"
+                          "w = torch.ones(2, requires_grad=True)\n"
+                          "g = run(((w * w).sum(),), (torch.ones(()),), False, False, (w,), False, False)\n"
+                          "skip_grads = lambda x, w1, w2: g", "_engine_run_backward"),
+}
+
+
+@pytest.mark.parametrize("who", FRESH)
+def test_the_fresh_process_refuses_what_a_reload_an_operator_or_a_mode_switch_would_bring_back(who):
+    ex_id, source, said = FRESH[who]
+    expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
+    errors = _fresh_errors(notebook_of(ex_id, [source], expr), ex_id, expr)
+    assert any(said in e["error"] for e in errors), errors
+
+
+def test_the_fresh_process_still_runs_honest_torch_code():
+    source = ("import torch\n"
+              "x = torch.randn(2, 3)\n"
+              "z = x - x.amax(-1, keepdim=True)\n"
+              "y = z - z.exp().sum(-1, keepdim=True).log()\n"
+              "log_softmax = lambda logits: y")
+    assert _fresh_errors(notebook_of("precision-log-softmax", [source]), "precision-log-softmax", "log_softmax") == []

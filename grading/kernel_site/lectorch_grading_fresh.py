@@ -53,6 +53,7 @@ def _remove(spec: dict | None):
 
     names = list(spec.get("names", []))
     refusing(names, what).__enter__()  # never left: this process grades one exercise and ends
+    held: set[str] = set()  # the modules the forbidden routines came from
     for name in names:
         owner_name, _, attr = name.rpartition(".")
         try:
@@ -63,12 +64,75 @@ def _remove(spec: dict | None):
         module = sys.modules.get(getattr(obj, "__module__", None) or "")
         if module is not None and getattr(module, attr, None) is obj:
             homes.append((module, attr))
+        held.update(m.__name__ for m in (owner, module) if isinstance(m, ModuleType))
         for home, key in homes:
             try:
                 setattr(home, key, raiser(name))
             except (AttributeError, TypeError):
                 pass
+    if spec.get("autograd"):  # gradients by hand: autograd's engine, however it is reached
+        _remove_engine(raiser("torch.autograd.graph._engine_run_backward"))
+        held.update({"torch.autograd", "torch.autograd.graph", "torch.autograd.variable"})
+    # a module loaded again (importlib.reload, or imported after leaving sys.modules) would hold
+    # fresh copies of what was removed: those modules cannot be loaded again here
+    held.discard("torch")
+    sys.meta_path.insert(0, _NoReload(frozenset(held), what))
+    # the routines' aten operators, and every operator where no tensor may be made: refused below
+    # torch's Python layer, where torch-function modes and their switches do not reach
+    _Operators(frozenset(o.strip("_") for o in spec.get("ops", ())), bool(spec.get("no_tensors")),
+               what, RefusedShortcut).__enter__()
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
+
+
+def _remove_engine(refused) -> None:
+    """autograd's engine replaced by ``refused`` wherever Python reaches it."""
+    import torch.autograd.graph as graph
+    import torch.autograd.variable as variable
+
+    engine = graph._engine_run_backward
+    for module in list(sys.modules.values()):
+        space = getattr(module, "__dict__", None)
+        if isinstance(space, dict) and space.get("_engine_run_backward") is engine:
+            space["_engine_run_backward"] = refused
+
+    class _NoEngine:
+        def __getattr__(self, name):
+            return refused
+
+    variable.Variable._execution_engine = _NoEngine()
+
+
+class _NoReload:
+    """A ``sys.meta_path`` finder that refuses to load again the modules the removed routines
+    came from (``importlib.reload`` and a fresh import both ask the finders first)."""
+
+    def __init__(self, held: frozenset, what: str):
+        self.held, self.what = held, what
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.held:
+            raise ImportError(f"this exercise asks you to write {self.what} yourself: {name} cannot be loaded "
+                              "again while your answer is graded.")
+        return None
+
+
+def _Operators(ops: frozenset, no_tensors: bool, what: str, refused: type):
+    """A dispatch mode that refuses the aten operators named ``ops`` (and their variants:
+    ``_log_softmax``, ``nll_loss_forward``), or every operator when ``no_tensors``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Operators(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__.strip("_")
+            if no_tensors:
+                raise refused(f"this exercise asks for {what} without creating a tensor: {func.name()} is a "
+                              "tensor operation, and none runs while your answer is graded.")
+            if name in ops or any(name.startswith(o + "_") for o in ops):
+                raise refused(f"this exercise asks you to write {what} yourself: the operator {func.name()} "
+                              "does not run while your answer is graded.")
+            return func(*args, **(kwargs or {}))
+
+    return Operators()
 
 
 def _namespace(item: dict) -> tuple[dict, list[dict]]:

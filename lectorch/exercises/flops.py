@@ -73,10 +73,10 @@ def _same_int(got, expected):
         return tr("expected an int (a matrix size), got {type}; a size is a whole number.").format(type=type(got).__name__)
     if close(got, expected["n"]):
         return None
-    if close(got + 1, expected["n"]):
-        return tr("{got} is one too small: is the intensity at {got} really at the ridge point?").format(got=got)
-    if close(got - 1, expected["n"]):
-        return tr("{got} is one too large: {step} already reaches the ridge point.").format(got=got, step=got - 1)
+    if close(got + 1, expected["n"]) or close(got - 1, expected["n"]):
+        # next to the answer: name the boundary, never the side (the answer would be got ± 1)
+        return tr("{got} is at the boundary but on the wrong side of it: the smallest compute-bound n is the first "
+                  "size whose intensity reaches the ridge point (is it reached, or passed?).").format(got=got)
     return tr("{how_far}.").format(how_far=how_far(got, expected["n"]))
 
 

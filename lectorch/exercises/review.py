@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -69,16 +71,36 @@ ESCAPES = {
     "torch.utils.flop_counter": N_("counts FLOPs by running the code"),
     "torch.profiler": N_("measures the code by running it"), "torch.autograd.profiler": N_("measures the code by running it"),
     "torch.autograd.profiler_util": N_("measures the code by running it"),
+    # evaluators: they turn a string into an object
+    "typing.get_type_hints": N_("evaluates strings as code"), "typing.ForwardRef": N_("evaluates strings as code"),
+    "typing._eval_type": N_("evaluates strings as code"), "string.Formatter": N_("looks objects up by a string"),
+    "pydoc": N_("looks objects up by a string"), "pkgutil": N_("looks objects up by a string"), "runpy": N_("runs code by name"),
+    "code": N_("runs a string as code"), "codeop": N_("compiles a string"), "copyreg": N_("unpickles code"),
+    "shelve": N_("unpickles code"), "dill": N_("unpickles code"), "cloudpickle": N_("unpickles code"), "joblib": N_("unpickles code"),
+    # loaders that run code, and graph capture that counts or computes for the student
+    "torch.hub": N_("loads and runs code"), "torch.package": N_("loads and runs code"),
+    "torch.fx": N_("traces the code instead of working it out"), "torch.export": N_("traces the code instead of working it out"),
 }
 _ESCAPE_OS = ("os.exec", "os.spawn")  # os.execv, os.spawnlp, ...
+
+#: loaders that unpickle, where unpickling runs code unless told not to: the keyword that must be
+#: absent or literally the safe value (and no third positional argument, no ``**kwargs``)
+LOADERS = {"torch.load": ("weights_only", True), "torch.serialization.load": ("weights_only", True),
+           "numpy.load": ("allow_pickle", False)}
 
 #: builtins that run or reach code by name
 ESCAPE_BUILTINS = {
     "eval": N_("evaluates a string as code"), "exec": N_("executes a string as code"), "compile": N_("compiles code"),
     "__import__": N_("imports by name"), "globals": N_("reaches the module's namespace"), "locals": N_("reaches a namespace"),
     "vars": N_("reaches a namespace"), "breakpoint": N_("starts a debugger"), "get_ipython": N_("reaches the kernel"),
-    "memoryview": N_("reads raw memory"),
+    "memoryview": N_("reads raw memory"), "__builtins__": N_("reaches the builtins"),
 }
+#: builtins through which a statement binds names the review cannot read (``exec("f = ...")``): such
+#: a statement before the check is part of every program, so that it is reviewed
+_OUT_OF_SIGHT = frozenset({"exec", "eval", "compile", "globals", "locals", "vars", "__import__", "__builtins__",
+                           "get_ipython", "setattr"})
+#: builtins that look attributes up by name: only called with a constant name, never as a value
+_BY_NAME = ("getattr", "setattr", "delattr", "hasattr")
 
 #: attributes that reach code, frames or another function's internals
 ESCAPE_ATTRIBUTES = {
@@ -347,6 +369,11 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
     chosen: set[int] = set()
     seen: set[str] = set(helpers)
     todo = sorted(wanted - set(helpers))
+    for i, s in enumerate(candidates):  # a statement that runs a string or rebinds names out of sight
+        if not isinstance(s.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
+                isinstance(n, ast.Name) and n.id in _OUT_OF_SIGHT for n in ast.walk(s.node)):
+            chosen.add(i)
+            todo += sorted(_free_names(s.node))
     trusted = []
     for name, module in sorted(helpers.items()):
         if not module.startswith("lectorch.exercises") or not name.isidentifier():
@@ -519,12 +546,47 @@ class _Forbidden:
         return None
 
 
+    def string(self, value: str | bytes) -> str | None:
+        """Why a string or bytes literal names code (a dotted path into a module, a forbidden
+        routine, an escape hatch, a pickle's global), or None. Such a string reaches code through
+        an evaluator the review cannot follow (an annotation, a format field, a pickle)."""
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        if "__builtin__" in text:  # a pickle's GLOBAL opcode, protocol 0-2
+            return tr("a string names the builtins")
+        # prose ("the backward pass", "e.g.") names nothing: a lone word counts where the string is
+        # code-like (no spaces: a name, a pickle's opcodes) or the word is an identifier with "_"
+        code_like = isinstance(value, bytes) or " " not in text.strip()
+        for token in _TOKEN.findall(text):
+            parts = [p for p in token.split(".") if p]
+            if len(parts) > 1 and (parts[0] in _CODE_ROOTS or any(
+                    p.startswith("_") and not p.startswith("__") for p in parts)):
+                return tr("a string names code (`{path}`)").format(path=token)
+            for part in parts:
+                if len(parts) > 1 and len(part) < 3:
+                    continue
+                if not (code_like or "_" in part):
+                    continue
+                if part in ESCAPE_BUILTINS or part in ESCAPE_ATTRIBUTES or part in _ESCAPE_MODULES:
+                    return tr("a string names `{name}`, an escape hatch").format(name=part)
+                if part in self.last or part.lstrip("_") in self.last:
+                    return tr("a string names `{name}`, which does what this exercise asks you to write").format(
+                        name=part)
+        return None
+
     def random(self, path: str) -> str | None:
         """Why a reference to ``path`` is a simulation in this exercise, or None."""
         path = _canonical(path)
         if self.no_tensors and any(path == r or path.startswith(r + ".") for r in _RANDOM):
             return tr("uses {path}: random draws simulate what this exercise asks you to reason out").format(path=path)
         return None
+
+
+#: a name or dotted path inside a string (not a number's exponent, not part of a longer word)
+_TOKEN = re.compile(r"(?<!\w)[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
+#: modules that are escape hatches as a whole (their names, in a string, name code)
+_ESCAPE_MODULES = frozenset(p for p in ESCAPES if "." not in p) | {"__builtin__", "_io", "posix"}
+#: the first names of dotted paths that lead into code
+_CODE_ROOTS = frozenset(_LIBRARIES) | ALLOWED_MODULES | _ESCAPE_MODULES | {"np", "F", "nn", "sys", "typing"}
 
 
 def _line(statement: _Statement, node: ast.AST) -> Finding:
@@ -553,6 +615,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
         if statement.trusted:
             continue
         called = {id(n.func) for n in ast.walk(statement.node) if isinstance(n, ast.Call)}
+        docs = {id(n.value) for n in ast.walk(statement.node) if isinstance(n, ast.Expr)}  # bare strings
         parents: dict[int, ast.AST] = {}
         for n in ast.walk(statement.node):
             for child in ast.iter_child_nodes(n):
@@ -572,7 +635,15 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         add(statement, node, tr("imports {module}, which the grader does not expect in this exercise").format(
                             module=module))
                 continue
+            if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in docs:
+                why = rules.string(node.value)
+                if why:
+                    add(statement, node, why)
+                continue
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if node.id in _BY_NAME and id(node) not in called and node.id not in aliases.paths:
+                    add(statement, node, tr("`{name}` handed over as a value looks attributes up by name").format(
+                        name=node.id))
                 if node.id in ESCAPE_BUILTINS and node.id not in aliases.paths:
                     add(statement, node, f"`{node.id}` {tr(ESCAPE_BUILTINS[node.id])}")
                 elif node.id in ("getattr", "setattr", "delattr", "hasattr") and id(node) in called:
@@ -608,9 +679,15 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         name=node.attr))
                 continue
             why = _escape(path) or rules.path(path) or rules.random(path)
+            if why is None and _canonical(path) in LOADERS:
+                why = _unsafe_load(_canonical(path), parents.get(id(node)) if id(node) in called else None)
             if why is None and rules.no_tensors and _canonical(path).split(".")[0] in ("torch", "numpy") \
-                    and id(node) in called and not _canonical(path).startswith(_NO_TENSOR_OK):
-                why = tr("calls {path}: this exercise asks for the answer without creating a tensor").format(path=path)
+                    and not _canonical(path).startswith(_NO_TENSOR_OK):
+                if id(node) in called:
+                    why = tr("calls {path}: this exercise asks for the answer without creating a tensor").format(path=path)
+                elif _maker(_canonical(path)):  # kept for later: MAKE = [np.empty]
+                    why = tr("refers to {path}: this exercise asks for the answer without creating a tensor "
+                             "or an array").format(path=path)
             if why is None and isinstance(node, ast.Attribute) \
                     and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
                 why = tr("uses {path}, which does what this exercise asks you to write").format(path=path)
@@ -627,6 +704,34 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                             add(statement, node, tr("changes the library ({path})").format(path=f"{path}.{t.attr}"))
     findings.sort(key=lambda f: (f.cell, f.line))
     return findings
+
+
+def operator_names(exercise: str, names: Iterable[str]) -> list[str]:
+    """The names of the torch routines ``exercise`` forbids (``names``) and of its equivalents:
+    the grader's fresh process refuses the aten operators of these names."""
+    return sorted(n for n in _Forbidden(exercise, names, False).last if n.isidentifier() and len(n) > 2)
+
+
+def _unsafe_load(path: str, call: ast.AST | None) -> str | None:
+    """Why this use of a loader (``torch.load``, ``numpy.load``) may run code, or None."""
+    if not isinstance(call, ast.Call):
+        return tr("{path} handed over as a value may unpickle code").format(path=path)
+    keyword, safe = LOADERS[path]
+    given = {k.arg: k.value for k in call.keywords}
+    value = given.get(keyword)
+    if None in given or "pickle_module" in given or len(call.args) > 2 or (
+            value is not None and not (isinstance(value, ast.Constant) and value.value is safe)):
+        return tr("{path} without {keyword}={safe} unpickles code").format(path=path, keyword=keyword, safe=safe)
+    return None
+
+
+def _maker(path: str) -> bool:
+    """Whether library path ``path`` (of torch or numpy) may make a tensor or an array: anything but
+    a dtype or a constant (a module, a function, a class)."""
+    if path.split(".")[0] == "numpy":
+        return True
+    obj = _lookup(path)
+    return obj is None or isinstance(obj, types.ModuleType) or callable(obj)
 
 
 def _escape(path: str) -> str | None:
