@@ -312,6 +312,10 @@ def test_the_scan_finds_planted_answers(secrets):
 
 #: a measured panel's recorded grid (tools/sphinx_lectorch.py): thousands of this machine's
 #: measurements at four digits, which match some three- or four-digit answer by chance
+#: a drawing's geometry (SVG coordinates, sizes and transforms): numbers placed by the plotting
+#: library, never computed answers; a figure's words (its <text> content) are kept and read
+SVG_GEOMETRY = re.compile(r'\s(?:d|x|y|x1|x2|y1|y2|cx|cy|r|rx|ry|dx|dy|width|height|points|transform|viewBox|style'
+                          r'|clip-path|stroke-[a-z]+|font-size)="[^"]*"')
 RECORDING_SCRIPT = re.compile(r'<script type="application/json" class="lp-recording">.*?</script>', re.S)
 
 
@@ -336,7 +340,7 @@ def class_edition_texts(root: Path):
                         if isinstance(meta, dict):
                             meta.pop("recording", None)
             text = json.dumps(nb)
-        yield path, RECORDING_SCRIPT.sub("", text)
+        yield path, SVG_GEOMETRY.sub("", RECORDING_SCRIPT.sub("", text))
 
 
 @pytest.mark.book

@@ -76,7 +76,11 @@ lectorch.exercises.reset_attempts()
 os.environ[lectorch.exercises.RESULTS_ENV] = {results!r}
 os.chdir({folder!r})
 %reset -f
-assert not [name for name in dir() if not name.startswith("_") and name not in get_ipython().user_ns_hidden], dir()
+def _fresh_namespace():  # inside a function: a top-level use of get_ipython() would be part of every answer's program
+    shell = get_ipython()
+    return [name for name in shell.user_ns if not name.startswith("_") and name not in shell.user_ns_hidden]
+assert not _fresh_namespace(), _fresh_namespace()
+del _fresh_namespace
 """
 
 
