@@ -451,6 +451,58 @@ RED_TEAM = {
         "def log_softmax(logits):\n"
         "    raise NotImplementedError\n"
         "exec('log_softmax = lambda l: l.float() - torch.logcumsumexp(l.float(), -1)[..., -1:]')"), "exec("),
+    # a fifth red team
+    "the leaky std integrated with statistics.NormalDist": ("init-leaky-std", (
+        "from statistics import NormalDist\n"
+        "def leaky_relu_std(fan_in, slope):\n"
+        "    pdf = NormalDist().pdf; h = 1e-3\n"
+        "    m = sum((k * h) ** 2 * pdf(k * h) for k in range(1, 12000)) * h\n"
+        "    return (1 / (fan_in * m * (1 + slope ** 2))) ** 0.5"), "NormalDist"),
+    "the ReLU depth's half integrated with statistics.NormalDist": ("init-relu-depth", (
+        "from statistics import NormalDist\n"
+        "def relu_depth_std(blocks):\n"
+        "    pdf = NormalDist().pdf; h = 1e-3\n"
+        "    return (sum((k * h) ** 2 * pdf(k * h) for k in range(1, 12000)) * h) ** (blocks / 2)"), "NormalDist"),
+    "warm restarts made with __new__ and stepped": ("train-lr-at-step", (
+        "from torch.optim.lr_scheduler import CosineAnnealingWarmRestarts\n"
+        "class Groups: pass\n"
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    opt = Groups(); opt.param_groups = [{'lr': max_lr}]\n"
+        "    s = CosineAnnealingWarmRestarts.__new__(CosineAnnealingWarmRestarts)\n"
+        "    s.optimizer, s.base_lrs, s.eta_min = opt, [max_lr], min_lr\n"
+        "    s.T_0 = s.T_i = total_steps - warmup_steps; s.T_mult, s.last_epoch = 1, 0\n"
+        "    s.step(step - warmup_steps); return opt.param_groups[0]['lr']"), "CosineAnnealingWarmRestarts"),
+    "log-sum-exp folded with softplus": ("precision-log-softmax", (
+        "import torch.nn.functional as F\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float(); x = x - x.amax(-1, keepdim=True); t = x[..., :1]\n"
+        "    for j in range(1, x.shape[-1]): t = t + F.softplus(x[..., j:j + 1] - t)\n"
+        "    return x - t"), "softplus"),
+    "FLOPs counted by a tensor subclass's __torch_dispatch__": ("backprop-mlp-backward", (
+        "import torch\n"
+        "class Counted(torch.Tensor):\n"
+        "    flops = [0]\n"
+        "    @staticmethod\n"
+        "    def __new__(cls, elem):\n"
+        "        r = cls._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype, device=elem.device)\n"
+        "        r.elem = elem\n"
+        "        return r\n"
+        "    @classmethod\n"
+        "    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):\n"
+        "        p = [a.elem if isinstance(a, Counted) else a for a in args]\n"
+        "        out = func(*p, **(kwargs or {}))\n"
+        "        if func.__name__.startswith('mm'): cls.flops[0] += 2 * p[0].shape[0] * p[0].shape[1] * p[1].shape[1]\n"
+        "        return Counted(out) if isinstance(out, torch.Tensor) else out\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    y = torch.zeros(batch, widths[0], requires_grad=input_requires_grad, device='meta')\n"
+        "    for i, o in zip(widths, widths[1:]): y = y @ torch.zeros(i, o, device='meta', requires_grad=True)\n"
+        "    Counted.flops[0] = 0; y.sum().backward(Counted(torch.ones((), device='meta')))\n"
+        "    return Counted.flops[0]"), "__torch_dispatch__"),
+    "numpy reached through einops' private backend": ("views-transpose-strides", (
+        "from einops._backends import NumpyBackend\n"
+        "xp = NumpyBackend().np\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    return tuple(xp.empty(shape, xp.int8).swapaxes(d0, d1).strides)"), "einops._backends"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",

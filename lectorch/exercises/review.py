@@ -119,14 +119,25 @@ ESCAPE_ATTRIBUTES = {
     "apply_": N_("runs a Python callback inside a torch call"), "map_": N_("runs a Python callback inside a torch call"),
     "map2_": N_("runs a Python callback inside a torch call"),
     "DisableTorchFunctionSubclass": N_("switches torch-function modes"),
+    "_make_wrapper_subclass": N_("builds a tensor subclass that sees torch's calls"),
+    "_make_subclass": N_("builds a tensor subclass that sees torch's calls"),
+    "__torch_dispatch__": N_("sees every torch call (a counter or a replacement of torch's own)"),
+    "__torch_function__": N_("sees every torch call (a counter or a replacement of torch's own)"),
 }
+
+#: the Gaussian integrated by numbers instead of reasoned about: quadrature routines, a ready density
+#: (statistics.NormalDist), and the constants and exp that a hand-written density needs
+_GAUSSIAN_BY_NUMBERS = ("trapezoid", "trapz", "cumulative_trapezoid", "simpson", "simps", "quad", "romb", "romberg",
+                        "fixed_quad", "quadrature", "exp", "expm1", "exp2", "erf", "erfc", "e", "pi", "tau",
+                        "NormalDist")
 
 #: per exercise, routines of the same purpose a student may reach under another library's name
 #: (matched by the last name of any library path, or any method of that name)
 EQUIVALENTS = {
     "precision-log-softmax": ("log_softmax", "logsumexp", "logcumsumexp", "logaddexp", "logaddexp2", "softmax",
                               "log_softmax_backward_data", "LogSoftmax", "Softmax", "cross_entropy", "nll_loss",
-                              "CrossEntropyLoss", "NLLLoss", "softmin", "Softmin", "gumbel_softmax"),
+                              "CrossEntropyLoss", "NLLLoss", "softmin", "Softmin", "gumbel_softmax",
+                              "softplus", "Softplus"),  # softplus(b - a) + a is logaddexp(a, b)
     "backprop-skip-grads": ("backward", "grad", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian",
                             "grad_and_value", "vmap", "functional_call"),
     "optim-adamw-step": ("adam", "adamw", "Adam", "AdamW", "_fused_adam", "_fused_adamw", "_fused_adam_",
@@ -135,15 +146,15 @@ EQUIVALENTS = {
     "optim-clip-grad-norm": ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_",
                              "grad_norm", "_foreach_norm"),
     "train-lr-at-step": ("cosine_lr", "cosine_schedule", "CosineSchedule", "CosineAnnealingLR", "LambdaLR",
-                         "OneCycleLR", "LRScheduler", "SequentialLR", "LinearLR", "get_lr", "get_last_lr"),
+                         "OneCycleLR", "LRScheduler", "SequentialLR", "LinearLR", "get_lr", "get_last_lr",
+                         "CosineAnnealingWarmRestarts", "ChainedScheduler", "PolynomialLR", "_get_closed_form_lr"),
     "train-get-batch": ("get_batch",),
     "einsum-gqa-scores": ("scaled_dot_product_attention", "attention", "multi_head_attention_forward",
                           "MultiheadAttention"),
     # a formula of two numbers: numerical integration of the Gaussian (and the constants and exp
     # that a hand-written one needs) reaches the tolerance without the derivation
-    "init-leaky-std": ("calculate_gain", "kaiming_normal_", "kaiming_uniform_", "init_std", "trapezoid", "trapz",
-                       "cumulative_trapezoid", "simpson", "simps", "quad", "romb", "romberg", "fixed_quad",
-                       "quadrature", "exp", "expm1", "exp2", "erf", "erfc", "e", "pi", "tau"),
+    "init-leaky-std": ("calculate_gain", "kaiming_normal_", "kaiming_uniform_", "init_std", *_GAUSSIAN_BY_NUMBERS),
+    "init-relu-depth": _GAUSSIAN_BY_NUMBERS,
 }
 #: random draws: in an exercise answered without tensors (a prediction, a formula) they are a
 #: simulation standing in for the reasoning
@@ -635,6 +646,8 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         add(statement, node, tr("imports {module}, which the grader does not expect in this exercise").format(
                             module=module))
                 continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ESCAPE_ATTRIBUTES:
+                add(statement, node, f"`{node.name}` {tr(ESCAPE_ATTRIBUTES[node.name])}")  # def __torch_dispatch__
             if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in docs:
                 why = rules.string(node.value)
                 if why:
@@ -742,8 +755,10 @@ def _escape(path: str) -> str | None:
     if path.startswith(_ESCAPE_OS):
         return f"{path} {tr('starts a process')}"
     parts = path.split(".")
-    if parts[0] == "torch" and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
-        return tr("{path} is a private torch internal").format(path=path)
+    if parts[0] in _LIBRARIES and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
+        if parts[0] == "torch":
+            return tr("{path} is a private torch internal").format(path=path)
+        return tr("{path} is a private internal of {library}").format(path=path, library=parts[0])
     return None
 
 
