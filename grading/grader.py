@@ -24,6 +24,7 @@ from typing import Any
 
 import grading
 from grading import collect, readback, review, sandbox
+from lectorch.exercises import review as engine
 from grading.collect import Notebook, Refused, ascii_name, escape
 from grading.judge import judge
 from grading.report import Grade, Records, Report, Run
@@ -71,7 +72,7 @@ def reference_chapters(reference_dir: Path) -> dict[str, Chapter]:
     for path in sorted(reference_dir.glob("*.ipynb")):
         nb = grading.read_notebook_json(path)
         calls = grading.check_calls(nb)
-        out[path.name] = Chapter(path.name, calls, {ex_id: review.helpers_of(nb, expr) for ex_id, expr in calls})
+        out[path.name] = Chapter(path.name, calls, {ex_id: engine.helpers_of(nb, expr) for ex_id, expr in calls})
     return out
 
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from lectorch.exercises import review as engine
-from lectorch.exercises.review import (ALLOWED_MODULES, EQUIVALENTS, ESCAPES, NEEDS_REVIEW, Finding, Program, build,
-                                       findings_in, helpers_of, review, summary)
+from lectorch.exercises.review import Finding, findings_in
 from lectorch.i18n import tr
 
-__all__ = ["ALLOWED_MODULES", "EQUIVALENTS", "ESCAPES", "NEEDS_REVIEW", "OUTSIDE_RUNNERS", "Finding", "Program",
-           "build", "helpers_of", "program_errors", "review", "split", "summary", "verdict"]
+__all__ = ["OUTSIDE_RUNNERS", "fresh_spec", "program_errors", "split", "verdict"]
 
 #: runners whose simulated device lives in the grader's sandbox process, not with the answer: the
 #: answer gets stubs, and the log it is judged by never enters its process

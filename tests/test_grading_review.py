@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 import grading  # noqa: E402
 from grading import review, sandbox  # noqa: E402
+from lectorch.exercises import review as engine  # noqa: E402
 from lectorch.exercises import check, refusals  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -602,10 +603,10 @@ def notebook_of(ex_id: str, cells: list[str], expr: str | None = None) -> nbform
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a submission"), *code, check_cell])
 
 
-def findings_of(nb, ex_id: str, expr: str, helpers=None) -> list[review.Finding]:
+def findings_of(nb, ex_id: str, expr: str, helpers=None) -> list[engine.Finding]:
     spec = refusals().get(ex_id) or {}
-    program = review.build(nb, ex_id, expr, helpers)
-    return review.review(program, spec.get("names", ()), no_tensors=spec.get("no_tensors", False),
+    program = engine.build(nb, ex_id, expr, helpers)
+    return engine.review(program, spec.get("names", ()), no_tensors=spec.get("no_tensors", False),
                          allowed=spec.get("allow", ()))
 
 
@@ -615,9 +616,9 @@ def test_the_honest_solutions_have_no_finding(chapter):
     calls = grading.check_calls(nb)
     assert calls
     for ex_id, expr in calls:
-        program = review.build(nb, ex_id, expr, review.helpers_of(nb, expr))
+        program = engine.build(nb, ex_id, expr, engine.helpers_of(nb, expr))
         assert program.found and program.statements, ex_id
-        assert findings_of(nb, ex_id, expr, review.helpers_of(nb, expr)) == [], ex_id
+        assert findings_of(nb, ex_id, expr, engine.helpers_of(nb, expr)) == [], ex_id
 
 
 @pytest.mark.parametrize("who", [w for w, (*_, piece) in SHORTCUTS.items() if piece != "-"])
@@ -629,7 +630,7 @@ def test_every_shortcut_is_found_with_its_cell_and_line(who):
     assert any(piece in f.text for f in found), [f.describe() for f in found]
     first = found[0]
     assert first.cell >= 2 and first.line >= 1  # cell 1 is the markdown title
-    assert review.summary(found).startswith("needs review: cell ")
+    assert engine.summary(found).startswith("needs review: cell ")
 
 
 @pytest.mark.parametrize("who", SPELLINGS)
@@ -649,7 +650,7 @@ FLAGGED = {
 }
 
 
-def practice_findings(ex_id: str, cells: list[str], expr: str) -> list[review.Finding]:
+def practice_findings(ex_id: str, cells: list[str], expr: str) -> list[engine.Finding]:
     """What the practice check's review finds when the kernel ran ``cells`` then the check."""
     from lectorch.exercises import get_exercise
     from lectorch.exercises.review import practice_review
@@ -669,8 +670,8 @@ def test_the_practice_check_flags_what_the_grader_flags_with_the_same_finding(wh
     practised = practice_findings(ex_id, cells, expr)
     assert graded, who
     assert [(f.cell - 1, f.line, f.text, f.why) for f in graded] == [(f.cell, f.line, f.text, f.why) for f in practised]
-    shifted = [review.Finding(f.cell + 1, f.line, f.text, f.why) for f in practised]
-    assert review.summary(shifted) == review.summary(graded)
+    shifted = [engine.Finding(f.cell + 1, f.line, f.text, f.why) for f in practised]
+    assert engine.summary(shifted) == engine.summary(graded)
 
 
 class _Shell:
@@ -697,7 +698,7 @@ def test_lectorch_check_in_a_kernel_says_needs_review_as_the_grade_does(who, mon
     graded = findings_of(notebook_of(ex_id, cells, expr), ex_id, expr)
     practised = practice_findings(ex_id, cells, expr)
     assert result.status == "needs review" == review.verdict("passed", "Correct.", graded)[0], result
-    assert result.message.startswith(review.summary(practised) + ". Its public cases: passed (Correct: "), result
+    assert result.message.startswith(engine.summary(practised) + ". Its public cases: passed (Correct: "), result
     assert practised[0].text == graded[0].text and result.message.startswith("needs review: cell 1, line ")
 
 
@@ -738,7 +739,7 @@ def test_a_copy_made_in_an_earlier_cell_is_not_in_the_fresh_program_s_reach():
     nb = notebook_of("precision-log-softmax", [
         "import torch\nunused = torch.log_softmax", "exec('f = torch.log_softmax')",
         "def log_softmax(logits):\n    return f(logits, -1)"])
-    program = review.build(nb, "precision-log-softmax", "log_softmax")
+    program = engine.build(nb, "precision-log-softmax", "log_softmax")
     assert "unused" not in program.source() and "def log_softmax" in program.source()
     found = findings_of(nb, "precision-log-softmax", "log_softmax")
     assert any("`f`" in f.why for f in found)
@@ -747,16 +748,16 @@ def test_a_copy_made_in_an_earlier_cell_is_not_in_the_fresh_program_s_reach():
 def test_the_program_keeps_the_last_binding_and_the_checks_own_helpers():
     nb = notebook_of("precision-log-softmax", [
         "peak = 1\nfor peak in range(3):\n    pass", "peak = 2", "def log_softmax(logits):\n    return logits * peak"])
-    source = review.build(nb, "precision-log-softmax", "log_softmax").source()
+    source = engine.build(nb, "precision-log-softmax", "log_softmax").source()
     assert "range(3)" not in source and "peak = 2" in source
     reference = grading.read_notebook_json(ROOT / "chapters" / "08_optimizers_memory.ipynb")
-    helpers = review.helpers_of(reference, "optimizer_trainer(MyRMSprop)")
+    helpers = engine.helpers_of(reference, "optimizer_trainer(MyRMSprop)")
     assert helpers == {"optimizer_trainer": "lectorch.exercises.optim"}
     student = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("import torch\noptimizer_trainer = lambda cls: torch.optim.RMSprop"),
         nbformat.v4.new_code_cell("class MyRMSprop(torch.optim.Optimizer):\n    pass"),
         nbformat.v4.new_code_cell('lectorch.check("optim-rmsprop", optimizer_trainer(MyRMSprop))')])
-    source = review.build(student, "optim-rmsprop", "optimizer_trainer(MyRMSprop)", helpers).source()
+    source = engine.build(student, "optim-rmsprop", "optimizer_trainer(MyRMSprop)", helpers).source()
     assert source.startswith("from lectorch.exercises.optim import optimizer_trainer") and "lambda" not in source
 
 
@@ -891,7 +892,7 @@ def _fresh_errors(nb, ex_id: str, expr: str) -> list[dict]:
     sys.path.insert(0, str(ROOT / "grading" / "kernel_site"))
     import lectorch_grading_fresh as fresh
 
-    program = review.build(nb, ex_id, expr)
+    program = engine.build(nb, ex_id, expr)
     item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
             "origins": program.origins()}
     read, write = os.pipe()
@@ -924,7 +925,7 @@ def test_a_jit_string_that_fails_in_the_fresh_run_is_named_with_its_line():
               'def skip_grads(x, w1, w2):\n'
               '    return _cu.g(x, w1, w2)')
     nb = notebook_of("backprop-skip-grads", [source])
-    program = review.build(nb, "backprop-skip-grads", "skip_grads")
+    program = engine.build(nb, "backprop-skip-grads", "skip_grads")
     assert "_cu = torch.jit.CompilationUnit" in program.source()  # the binding is in the program
     assert program.origins()[-2:] == [[2, 2], [2, 10]]
     errors = _fresh_errors(nb, "backprop-skip-grads", "skip_grads")
@@ -1093,7 +1094,6 @@ def test_train_accumulate_counts_what_reaches_the_weight_and_the_rows(who):
 def test_strings_that_carry_code_are_findings_and_prose_is_not():
     """A name in a string reaches code through an evaluator the review cannot follow (an
     annotation, a format field, a pickle); words in a message or a file name do not."""
-    from lectorch.exercises import review as engine
 
     spec = refusals()["precision-log-softmax"]
     rule = engine._Forbidden("precision-log-softmax", spec["names"], False)

@@ -54,7 +54,7 @@ def test_an_english_kernels_panel_is_unchanged():
     panel = init_panel()
     assert "data:image/png;base64" in panel.result.value and "image/svg" not in panel.result.value
     assert panel.controls["width"].description == "input width"
-    assert panel.controls["scheme"].options == tuple(panel.controls["scheme"].options)  # plain values, no labels
+    assert all(isinstance(o, str) for o in panel.controls["scheme"].options)  # plain values, no (label, value) pairs
 
 
 def test_a_translated_drop_down_keeps_its_values():
