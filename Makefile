@@ -105,14 +105,14 @@ gpu-check:
 endif
 
 # The self-study book, the class book and the English messages, side by side, each skipped while its
-# stamp matches its inputs (tools/build_book.py; CONTRIBUTING.md, "The book and the other targets").
+# stamp matches its inputs (tools/book/build_book.py; CONTRIBUTING.md, "The book and the other targets").
 EDITION ?= all
 BOOK_EDITIONS := $(if $(filter all,$(EDITION)),book class gettext,$(if $(filter class,$(EDITION)),class,book))
 book: $(STAMP)
 	@case "$(EDITION)" in all|self-study|class) ;; *) echo "EDITION=$(EDITION): use EDITION=self-study or EDITION=class (the default builds both)"; exit 2;; esac
 	@test -z "$(EXECUTE)" -o "$(EDITION)" != class || { echo "EXECUTE=1 executes the self-study book's chapters; the class book (stubs, which stop a run) is always built from the stored outputs"; exit 2; }
 	@pids=""; for edition in $(BOOK_EDITIONS); do \
-	  $(BIN)/python tools/build_book.py --edition $$edition $(if $(EXECUTE),$$(test $$edition = book && echo --execute)) & \
+	  $(BIN)/python tools/book/build_book.py --edition $$edition $(if $(EXECUTE),$$(test $$edition = book && echo --execute)) & \
 	  pids="$$pids $$!"; done; status=0; for pid in $$pids; do wait $$pid || status=1; done; exit $$status
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html; the class book: _build/class/html)."
 
@@ -120,12 +120,12 @@ book: $(STAMP)
 SERVE_PORT ?= 8000
 serve: $(STAMP)
 	@test -f _build/html/index.html || { echo "no book in _build/html: run make book first"; exit 2; }
-	$(BIN)/python tools/serve.py _build/html --port $(SERVE_PORT)
+	$(BIN)/python tools/book/serve.py _build/html --port $(SERVE_PORT)
 
 # Re-extract the English messages and merge them into locales/zh_CN (changed ones turn fuzzy).
 translations: $(STAMP)
-	$(BIN)/python tools/i18n.py update
-	$(BIN)/python tools/i18n.py status
+	$(BIN)/python tools/book/i18n.py update
+	$(BIN)/python tools/book/i18n.py status
 
 # Everything but the rehearsals, on pytest-xdist workers (conftest.py says how many and in which
 # order) that share the book `make book` built. TEST_WORKERS=N: N workers; 0: in one process.

@@ -3,7 +3,7 @@ English and 中文 (what an instructor gives a class; ``make book EDITION=class`
 
     python -m grading class [OUTPUT]      # default _build/class/html (中文: OUTPUT/zh)
 
-The build itself is the book's (tools/class_edition.py, also the Sphinx extension of that build).
+The build itself is the book's (tools/book/class_edition.py, also the Sphinx extension of that build).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the book's build is scripts of tools/, not a package
-sys.path.insert(0, str(ROOT / "tools"))
+# the book's build is scripts of tools/book/, not a package
+sys.path.insert(0, str(ROOT / "tools" / "book"))
 import class_edition  # noqa: E402
 
 

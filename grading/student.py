@@ -8,7 +8,7 @@ version (same names, body ``...`` or ``raise NotImplementedError``). The markdow
 and close the hidden solution (``{solution-start}`` / ``{solution-end}``) are dropped, outputs are
 cleared, and the checker cells are kept, so a student runs a cell and sees "not implemented yet"
 until the exercise is done. The edition's notebooks are the reader's notebooks without solutions
-(tools/plain_notebook.py): plain Jupyter Markdown, in English and 中文.
+(tools/book/plain_notebook.py): plain Jupyter Markdown, in English and 中文.
 
 The edition holds only notebooks and their includes: never the instructor's ``grading/`` folder
 (hidden cases, plain expected values) nor a grading bundle; writing it over either is refused.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # the book's notebook tools (the reader's notebooks, which the edition's are without solutions)
-# are scripts of tools/, not a package
-sys.path.insert(0, str(ROOT / "tools"))
+# are scripts of tools/book/, not a package
+sys.path.insert(0, str(ROOT / "tools" / "book"))
 import plain_notebook  # noqa: E402
 from plain_notebook import student_notebook  # noqa: E402,F401 - the edition's notebook, for callers
 
@@ -48,7 +48,7 @@ LANGUAGES = {"en": "", "zh_CN": "zh"}
 
 def write_student_edition(output: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -> list[Path]:
     """Write every chapter's student notebook into ``output`` (English) and ``output/zh`` (中文):
-    plain Jupyter Markdown in that language, stubs, no solution (tools/plain_notebook.py)."""
+    plain Jupyter Markdown in that language, stubs, no solution (tools/book/plain_notebook.py)."""
     output = Path(output)
     _check_output(output)
     unknown = [lang for lang in languages if lang not in LANGUAGES]

@@ -4,7 +4,7 @@ Every message a student reads from a checker (the verdict, "Case 2 of 3", a hint
 in English as ``tr("… {name} …").format(name=...)``; ``tr`` looks the English up in the catalog of
 the current language. The catalogs are package data (``lectorch/locale/<language>.json``), made from
 the book's ``_ui.po`` (its messages in the context ``checker`` and the figures' words, which
-:mod:`lectorch.plots` draws through the same catalog) by ``python tools/i18n.py package``,
+:mod:`lectorch.plots` draws through the same catalog) by ``python tools/book/i18n.py package``,
 so a student's kernel, which has only this package, has them too.
 
 The language is the one set by :func:`set_language` (the setup cell of a 中文 notebook calls

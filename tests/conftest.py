@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def book_edition(tmp_path_factory):
-    """``book_edition(name)``: the folder of one edition of tools/build_book.py's ``EDITIONS``
+    """``book_edition(name)``: the folder of one edition of tools/book/build_book.py's ``EDITIONS``
     ("book": the reader's book, English with 中文 in its zh/; "gettext": the English messages'
     templates), built from clean with zero warnings.
 

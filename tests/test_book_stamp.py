@@ -1,4 +1,4 @@
-"""`make book` rebuilds exactly when an input of the build changed (tools/build_book.py's stamp)."""
+"""`make book` rebuilds exactly when an input of the build changed (tools/book/build_book.py's stamp)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_a_real_change_rebuilds_and_nothing_else_does(tree):
     assert build_book.digest("book", {}) == before
     assert build_book.digest("book", {"execute": "cache"}) != before                 # other options
     seen = {before}
-    for path in [next((tree / "locales").rglob("*.po")), tree / "tools" / "sphinx_lectorch.py",
+    for path in [next((tree / "locales").rglob("*.po")), tree / "tools" / "book" / "sphinx_lectorch.py",
                  tree / "chapters" / "00_napkin_math.ipynb", tree / "lectorch" / "__init__.py", tree / "_toc.yml",
                  next((tree / "vendor").rglob("*.js"))]:
         path.write_bytes(path.read_bytes() + b"\n")
@@ -72,24 +72,34 @@ def test_only_the_books_tools_rebuild_it(tree):
         (tree / "tools" / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / "tools" / name).write_text((ROOT / "tools" / name).read_text() + "\n# edited\n")
     assert build_book.digest("book", {}) == before
-    page_code = tree / "tools" / "sphinx_lectorch.py"
+    page_code = tree / "tools" / "book" / "sphinx_lectorch.py"
     page_code.write_text(page_code.read_text() + "\n")
     assert build_book.digest("book", {}) != before
+
+
+def _tools_modules(*paths: str) -> dict[str, Path]:
+    """The Python modules under ``paths`` (files or folders of tools/), by the name they are imported by."""
+    found = {}
+    for path in paths:
+        top = ROOT / path
+        found.update((p.stem, p) for p in ([top] if top.is_file() else top.rglob("*.py")) if p.suffix == ".py")
+    return found
 
 
 def test_the_books_tools_import_only_the_books_tools():
     import ast
 
-    book = {Path(path).stem for path in build_book.BOOK_TOOLS if path.endswith(".py")}
-    tools = {path.stem for path in (ROOT / "tools").glob("*.py")}
-    for name in sorted(book):
-        tree = ast.parse((ROOT / "tools" / f"{name}.py").read_text(encoding="utf-8"))
+    book = _tools_modules(*build_book.BOOK_TOOLS)
+    tools = _tools_modules("tools")
+    for name, path in sorted(book.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                     for alias in node.names}
         imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                      if isinstance(node, ast.ImportFrom) and node.module and not node.level}
-        assert imported & tools <= book, f"tools/{name}.py imports {sorted(imported & tools - book)}, which " \
-            "build_book.BOOK_TOOLS leaves out: add it there, or the book goes stale when it changes"
+        assert imported & set(tools) <= set(book), f"{path.relative_to(ROOT)} imports " \
+            f"{sorted(imported & set(tools) - set(book))}, which build_book.BOOK_TOOLS leaves out: add it there, " \
+            "or the book goes stale when it changes"
     for path in build_book.BOOK_TOOLS:
         assert (ROOT / path).exists(), f"build_book.BOOK_TOOLS names {path}, which is not there"
 

@@ -5,7 +5,7 @@ only where math is, after the panels' scripts, a first visit within its budget o
 be (the page script and lectorch agree), no control that changes nothing, tables that fit 1280 px,
 English checker notes with an English full stop, a legible GPU mark, touch targets of 44 px, and
 display math that shows it scrolls. The first visit's weight and time on a slow phone profile are
-measured by ``tools/reader_metrics.py --first-visit`` (too slow for the suite).
+measured by ``tools/book/reader_metrics.py --first-visit`` (too slow for the suite).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import book_light  # noqa: E402
 import reader_metrics  # noqa: E402
 import serve  # noqa: E402
 
-#: the bytes a first visit of a chapter of tools/reader_metrics.py's FIRST_VISIT may transfer
+#: the bytes a first visit of a chapter of tools/book/reader_metrics.py's FIRST_VISIT may transfer
 FIRST_VISIT_BUDGET = 600_000
 
 
@@ -379,7 +379,7 @@ def _first_visit(browser, url: str) -> dict:
 
 @pytest.mark.browser
 def test_a_first_visit_fits_its_budget_with_math_after_the_panels(browser, book):
-    """The chapters whose first visit tools/reader_metrics.py times on a slow phone profile, served
+    """The chapters whose first visit tools/book/reader_metrics.py times on a slow phone profile, served
     gzip-compressed as a host serves them: each within the budget of bytes, its stylesheets one
     request, MathJax fetched once the page's scripts (the panels') have run, and only where math is."""
     httpd = serve.start(book)

@@ -29,7 +29,7 @@ def english_after(monkeypatch):
 
 def test_the_package_catalog_is_the_po_files_checker_messages():
     shipped = (ROOT / "lectorch" / "locale" / f"{book_i18n.LANGUAGE}.json").read_text(encoding="utf-8")
-    assert shipped == book_i18n.package_text(), "run `python tools/i18n.py package` (make translations does)"
+    assert shipped == book_i18n.package_text(), "run `python tools/book/i18n.py package` (make translations does)"
 
 
 def _fields(text: str) -> set[str]:

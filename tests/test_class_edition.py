@@ -1,4 +1,4 @@
-"""The class edition of the book (``make book EDITION=class``, tools/class_edition.py) holds no
+"""The class edition of the book (``make book EDITION=class``, tools/book/class_edition.py) holds no
 solution: not in its pages, not in ``_sources`` or the notebooks its download buttons give; every
 chapter is there in English and 中文, with each exercise's stub."""
 
@@ -23,7 +23,7 @@ CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 @pytest.fixture(scope="module")
 def class_book(book_edition) -> Path:
     """The class edition (English; 中文 in its zh/), built strictly once per run and reused while
-    its sources are unchanged (tests/conftest.py's ``book_edition``, tools/build_book.py)."""
+    its sources are unchanged (tests/conftest.py's ``book_edition``, tools/book/build_book.py)."""
     return book_edition("class")
 
 

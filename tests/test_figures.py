@@ -49,7 +49,7 @@ def test_figures_are_svg_with_text_readable_on_a_phone(path: Path):
 
 def test_every_figure_word_and_alt_text_is_in_the_catalog():
     """The words of every stored figure (their templates) and every alt text are messages of
-    ``_ui.po`` (extracted from the notebooks by tools/i18n.py; tests/test_translation.py checks
+    ``_ui.po`` (extracted from the notebooks by tools/book/i18n.py; tests/test_translation.py checks
     that each is translated), and a figure translated with the catalog changes its words."""
     from babel.messages.pofile import read_po
 

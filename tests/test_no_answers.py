@@ -310,7 +310,7 @@ def test_the_scan_finds_planted_answers(secrets):
     assert any(ex_id == "napkin-8bit-adam-bytes" for ex_id, *_ in ratios), ratios
 
 
-#: a measured panel's recorded grid (tools/sphinx_lectorch.py): thousands of this machine's
+#: a measured panel's recorded grid (tools/book/sphinx_lectorch.py): thousands of this machine's
 #: measurements at four digits, which match some three- or four-digit answer by chance
 #: a drawing's geometry (SVG coordinates, sizes and transforms): numbers placed by the plotting
 #: library, never computed answers; a figure's words (its <text> content) are kept and read

@@ -1,4 +1,4 @@
-"""The notebooks a reader works in (tools/plain_notebook.py): what the book's download and Colab
+"""The notebooks a reader works in (tools/book/plain_notebook.py): what the book's download and Colab
 buttons give and what `make student` writes, in English and 中文. Plain Jupyter Markdown (no MyST),
 the stub in each exercise's cell with its check cell under it, the solution folded away below the
 check (self-study) or absent (class), the language in the metadata; the Chinese notebook runs like

@@ -185,7 +185,7 @@ def test_cjk_font_subset_covers_the_translation():
     font = TTFont(i18n.FONT)
     cmap = font.getBestCmap()
     missing = [c for c in i18n.font_characters() if ord(c) not in cmap and CJK.match(c)]
-    assert not missing, f"re-make the font subset (`python tools/i18n.py font`): missing {''.join(missing[:40])}"
+    assert not missing, f"re-make the font subset (`python tools/book/i18n.py font`): missing {''.join(missing[:40])}"
     assert i18n.FONT.stat().st_size < 2_500_000
 
 

@@ -61,7 +61,7 @@ from lectorch.exercises.seal import short
 RESULTS_ENV = "LECTORCH_RESULTS"
 
 #: The mime type of a check result's machine-readable part; the book renders it as the summary
-#: of what the checker tests (tools/sphinx_lectorch.py), so the static page never says "Correct".
+#: of what the checker tests (tools/book/sphinx_lectorch.py), so the static page never says "Correct".
 CHECK_MIME = "application/vnd.lectorch.check+json"
 
 #: every status of a verdict: the practice check gives the first four and "needs review" (the

@@ -175,7 +175,7 @@ def si_count(x: float) -> str:
 def amount(x: float) -> str:
     """A quantity with the precision a reader needs: three significant digits, and whole numbers with
     thousands separators from 100 up (the napkin panel's days and GPU-hours; the page script's
-    ``amount`` in tools/book_static/lectorch-live.js is the same rule).
+    ``amount`` in tools/book/static/lectorch-live.js is the same rule).
 
     >>> amount(0.0382), amount(7.644), amount(76.44), amount(144.2), amount(18342.6), amount(0.0)
     ('0.0382', '7.64', '76.4', '144', '18,343', '0')
@@ -240,7 +240,7 @@ class Recording:
     """A measured panel's grid for the static book: ``measure(**values)`` at every setting of ``grid``.
 
     ``kind`` names the page's renderer of the recorded numbers (``RECORDED`` in
-    ``tools/book_static/lectorch-live.js``); ``grid`` maps control names to the values to record
+    ``tools/book/static/lectorch-live.js``); ``grid`` maps control names to the values to record
     (keep it small: every setting runs when the notebook displays the panel); controls it does
     not name are recorded at their current value. ``measure`` returns JSON-ready numbers.
 

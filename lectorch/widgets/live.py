@@ -1,6 +1,6 @@
 """What the static book needs to recompute the arithmetic panels in the browser, without a kernel.
 
-The book's page script (``tools/book_static/lectorch-live.js``) re-expresses a handful of
+The book's page script (``tools/book/static/lectorch-live.js``) re-expresses a handful of
 formulas — products and sums of the numbers below — and takes every *number* (the GPU spec table,
 bytes per element, link speeds, optimizer state counts) from :func:`export_data`, which the book
 build writes next to the pages: lectorch stays the one source of the data. :func:`numbers` gives

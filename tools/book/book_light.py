@@ -1,7 +1,7 @@
 """A light first visit: the fonts the book ships, cut to what its pages show.
 
 1. Font Awesome once. The theme ships its icons twice: as a script that redraws every icon as SVG
-   (``fontawesome.js``, which ``book_templates/layout.html`` drops) and as webfonts that its
+   (``fontawesome.js``, which ``layout/layout.html`` drops) and as webfonts that its
    stylesheet uses for the same icons and for its admonitions' and links' pseudo-element icons.
    The build keeps the webfonts, cut to the glyphs the book uses (:func:`icon_codepoints`): the
    icon classes of the built pages and of the theme's scripts, and every icon the stylesheets name
@@ -297,7 +297,7 @@ def _build_finished(app, exception) -> None:
 
 
 def _layout(app, config) -> None:
-    layout = str(Path(__file__).resolve().parent / "book_layout")  # layout.html: the theme's, lighter
+    layout = str(Path(__file__).resolve().parent / "layout")  # layout.html: the theme's, lighter
     if layout not in config.templates_path:
         config.templates_path = list(config.templates_path or []) + [layout]
 

@@ -1,12 +1,12 @@
 """Serve the built book as a reader's host does: text assets gzip-compressed.
 
-    .venv/bin/python tools/serve.py [_build/html] [--port 8000] [--no-gzip]
+    .venv/bin/python tools/book/serve.py [_build/html] [--port 8000] [--no-gzip]
 
 A plain static server (``python -m http.server``) sends every byte as stored: the book's first visit
 is then about 2.5 times heavier than from a host that compresses. GitHub Pages compresses HTML, CSS,
 JavaScript, JSON and SVG on the fly (gzip) and ignores pre-compressed ``.gz`` files beside them, so
 the published book needs nothing more; this server does the same for ``make serve`` and for
-``tools/reader_metrics.py``. Fonts (woff2) and images are compressed already and go as stored.
+``tools/book/reader_metrics.py``. Fonts (woff2) and images are compressed already and go as stored.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: the suffixes a host compresses: text (fonts and images are compressed formats already)
 COMPRESSIBLE = {".html", ".css", ".js", ".json", ".svg", ".txt", ".xml", ".map", ".ipynb", ".inv", ".md"}
 

@@ -1,7 +1,7 @@
 """What a reader of the built book sees, counted in headless Chromium (offline), for both editions.
 
-    .venv/bin/python tools/reader_metrics.py [_build/html] [--words N]
-    .venv/bin/python tools/reader_metrics.py [_build/html] --first-visit [--plain]
+    .venv/bin/python tools/book/reader_metrics.py [_build/html] [--words N]
+    .venv/bin/python tools/book/reader_metrics.py [_build/html] --first-visit [--plain]
 
 Prints, per edition: the panels of the chapter pages live in the page (computed or switching between
 recorded results) and empty (no text, no drawing), of all panels; the code blocks that need sideways
@@ -12,7 +12,7 @@ outputs (panels included), math and proper names, of all visible words, a Chines
 
 ``--first-visit``: a reader's first visit (empty cache) of the chapters of :data:`FIRST_VISIT` in each
 edition on a slow phone profile (:data:`FAST_3G` and a 4x slower CPU, through the DevTools protocol),
-the book served gzip-compressed as a host serves it (``tools/serve.py``; ``--plain``: as stored):
+the book served gzip-compressed as a host serves it (``tools/book/serve.py``; ``--plain``: as stored):
 requests, bytes transferred, first contentful paint and the moment every live panel's controls work.
 """
 
@@ -29,7 +29,7 @@ import sys
 import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Chinese characters per word (the measure's convention).
 CHARS_PER_WORD = 1.65
 #: Names that stay Latin in Chinese prose: people, products, libraries, units and the course's identifiers.
@@ -112,7 +112,6 @@ def measure_first_visits(book: Path, *, compress: bool = True) -> dict[str, dict
     """:func:`first_visit` of each chapter of :data:`FIRST_VISIT`, English and 中文: {path: facts}."""
     from playwright.sync_api import sync_playwright
 
-    sys.path.insert(0, str(ROOT / "tools"))
     import serve
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

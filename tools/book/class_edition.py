@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,11 +24,11 @@ from pathlib import Path
 import nbformat
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import build_book  # noqa: E402
-import i18n  # noqa: E402
-import plain_notebook  # noqa: E402
+import build_book
+import i18n
+import plain_notebook
+
+ROOT = Path(__file__).resolve().parents[2]
 
 OUTPUT = ROOT / "_build" / "class" / "html"
 
@@ -46,7 +45,7 @@ def stage(folder: Path) -> Path:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["html"].update(use_repository_button=False, use_issues_button=False)
     config["launch_buttons"]["colab_url"] = ""
-    config["sphinx"].setdefault("local_extensions", {})["class_edition"] = "tools/"  # the tag ``class``
+    config["sphinx"].setdefault("local_extensions", {})["class_edition"] = "tools/book/"  # the tag ``class``
     # the static files stay the repository's (a relative path would be read from the staged folder)
     sphinx_config = config["sphinx"]["config"]
     sphinx_config["html_static_path"] = [str(ROOT / p) for p in sphinx_config.get("html_static_path", [])]

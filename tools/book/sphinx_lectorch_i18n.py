@@ -19,10 +19,10 @@ prose is translated. This extension:
    show", the site title, author and footer, the panels' control labels, the words drawn into
    the figures and the figures' alt text) through one more
    catalog of the same folder, ``_ui.po``, whose messages :func:`ui_messages` and
-   :func:`control_labels` list (``tools/i18n.py update`` extracts them);
+   :func:`control_labels` list (``tools/book/i18n.py update`` extracts them);
 6. adds a stylesheet with a CJK font fallback, so a reader without CJK fonts still sees text:
    the system's CJK fonts first, then a vendored subset of Noto Sans SC with the characters the
-   translation uses (``tools/i18n_static/fonts/``, made by ``tools/i18n.py font``).
+   translation uses (``tools/book/i18n_static/fonts/``, made by ``tools/book/i18n.py font``).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _keep_translated_headings() -> None:
 
 #: The catalog (beside the pages' catalogs) of the text that the book's tools generate.
 UI_CATALOG = "_ui"
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 PANEL_MIME = "application/vnd.lectorch.panel+json"
 CHECK_MIME = "application/vnd.lectorch.check+json"
 GPU_MARK_TITLE = "this cell needs a CUDA GPU to show what it teaches; on a CPU it says what a GPU would show"
@@ -128,13 +128,13 @@ GPU_MARK_TITLE = "this cell needs a CUDA GPU to show what it teaches; on a CPU i
 THEME_UI = ["Search this book...", "Repository", "Open issue", "Print to PDF", "Link to this heading",
             "Link to this definition", "Link to this term", "Link to this table", "Link to this image", "Link to this code",
             "Launch interactive content", "Source repositories", "Color mode", "System Settings",
-            # the sidebar buttons' tooltips (book_templates/, through the theme's own template names)
+            # the sidebar buttons' tooltips (templates/, through the theme's own template names)
             "Toggle primary sidebar", "Toggle secondary sidebar",
-            # the Colab button's tooltip (tools/sphinx_lectorch.py)
+            # the Colab button's tooltip (tools/book/sphinx_lectorch.py)
             "Open this page's notebook in Colab",
             # the accessible name of a folded cell's summary (myst-nb; see _visit_folded_cell)
             "Toggle hidden content"]
-#: The fixed strings of tools/sphinx_lectorch.py and of the theme's configuration.
+#: The fixed strings of tools/book/sphinx_lectorch.py and of the theme's configuration.
 FIXED_UI = [
     "Click to show", "Click to hide", "checker",
     "Run the notebook to get feedback on your answer.",
@@ -144,13 +144,13 @@ FIXED_UI = [
     "run the notebook to measure others on your machine",
     # myst-nb's prompts of a collapsed cell part, one whole sentence each (see _translate_cell_prompts)
     *[f"{verb} code cell {part}" for part in ("source", "outputs", "output", "content") for verb in ("Show", "Hide")],
-    # the accessible name of the number box beside a long slider (tools/sphinx_lectorch.py)
+    # the accessible name of the number box beside a long slider (tools/book/sphinx_lectorch.py)
     "{label} (number)",
     # the theme's footer line (pydata-sphinx-theme has no zh_CN catalog): see _translate_configuration
     "© Copyright {copyright}.",
-    # the tooltip of a GPU cell's mark (tools/sphinx_lectorch.py)
+    # the tooltip of a GPU cell's mark (tools/book/sphinx_lectorch.py)
     GPU_MARK_TITLE,
-    # the reader's notebooks (tools/plain_notebook.py) and the page's line on how to work an exercise
+    # the reader's notebooks (tools/book/plain_notebook.py) and the page's line on how to work an exercise
     *plain_notebook.MESSAGES,
     # the theme's and Sphinx's text that their own zh_CN catalogs miss or word otherwise
     *THEME_UI,
@@ -162,14 +162,14 @@ _TR_CALL = re.compile(r'\btr\(("(?:[^"\\]|\\.)*")')
 
 
 def live_messages(root: Path = ROOT) -> list[str]:
-    """The text that the live panels write in the page (``tr("…")`` in ``tools/book_static/lectorch-live.js``).
+    """The text that the live panels write in the page (``tr("…")`` in ``tools/book/static/lectorch-live.js``).
 
     >>> "storage cells read" in live_messages()
     True
     """
     import json
 
-    source = (root / "tools" / "book_static" / "lectorch-live.js").read_text(encoding="utf-8")
+    source = (root / "tools" / "book" / "static" / "lectorch-live.js").read_text(encoding="utf-8")
     return list(dict.fromkeys(json.loads(m) for m in _TR_CALL.findall(source)))
 
 
@@ -304,7 +304,7 @@ def option_labels(root: Path = ROOT) -> list[str]:
 
 
 #: the gettext context of what the checkers and the grader write for a student (the package's
-#: catalogs, lectorch/locale/*.json, are these messages: ``tools/i18n.py package``)
+#: catalogs, lectorch/locale/*.json, are these messages: ``tools/book/i18n.py package``)
 CHECKER = "checker"
 
 
@@ -396,14 +396,14 @@ def _translate_configuration(app, config) -> None:
     options = dict(config.html_theme_options or {})
     if options.get("extra_footer"):
         options["extra_footer"] = _(options["extra_footer"])
-    # sphinx-book-theme's footer items, with the copyright line from _ui.po (book_templates/)
+    # sphinx-book-theme's footer items, with the copyright line from _ui.po (templates/)
     options["footer_content_items"] = ["author.html", "lectorch-copyright.html", "last-updated.html",
                                        "extra-footer.html"]
     config.html_theme_options = options
     config.html_context = {**(config.html_context or {}),
                            "lectorch_copyright": _("© Copyright {copyright}.").format(copyright=config.copyright)}
     # first: its sidebar buttons replace the theme's (their tooltips through the translator)
-    config.templates_path = [str(HERE / "book_templates")] + list(config.templates_path or [])
+    config.templates_path = [str(HERE / "templates")] + list(config.templates_path or [])
     # jupyter-book's placeholder of the search box (a theme option, not a catalog message)
     options["search_bar_text"] = _(options.get("search_bar_text") or "Search this book...")
 

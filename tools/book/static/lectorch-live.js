@@ -14,7 +14,7 @@
   "use strict";
 
   // ---- the page's language: tr(message, values) looks the message up in
-  // window.LECTORCH_LIVE_UI, which the Chinese build writes from _ui.po (tools/sphinx_lectorch_i18n.py
+  // window.LECTORCH_LIVE_UI, which the Chinese build writes from _ui.po (tools/book/sphinx_lectorch_i18n.py
   // extracts the literal message of every tr call in this file into that catalog); English pages have none
   function tr(msg, args) {
     var ui = window.LECTORCH_LIVE_UI || {}, s = Object.prototype.hasOwnProperty.call(ui, msg) ? ui[msg] : msg;

@@ -1,12 +1,12 @@
 """The Chinese edition's catalogs and build (Sphinx gettext + sphinx-intl).
 
-    python tools/i18n.py update [PAGE…]  # re-extract the English messages and merge them into
+    python tools/book/i18n.py update [PAGE…]  # re-extract the English messages and merge them into
                                          # locales/zh_CN/LC_MESSAGES/*.po (changed ones turn fuzzy)
-    python tools/i18n.py build [OUTPUT [EXECUTE]]  # the Chinese HTML into OUTPUT (default
+    python tools/book/i18n.py build [OUTPUT [EXECUTE]]  # the Chinese HTML into OUTPUT (default
                                          # _build/html/zh); EXECUTE "cache" reuses the English run
-    python tools/i18n.py status          # messages, untranslated, fuzzy and obsolete per catalog
-    python tools/i18n.py font            # re-make the CJK font subset from the catalogs
-    python tools/i18n.py package         # the checkers' catalogs of the lectorch package
+    python tools/book/i18n.py status          # messages, untranslated, fuzzy and obsolete per catalog
+    python tools/book/i18n.py font            # re-make the CJK font subset from the catalogs
+    python tools/book/i18n.py package         # the checkers' catalogs of the lectorch package
                                          # (lectorch/locale/*.json) from _ui.po
 
 ``make translations`` runs ``update``; ``make book`` builds both editions. The tests
@@ -26,14 +26,14 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po, write_po
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import build_book  # noqa: E402
+import build_book
+
+ROOT = Path(__file__).resolve().parents[2]
 
 LANGUAGE = "zh_CN"
 LOCALES = ROOT / "locales"
 CATALOGS = LOCALES / LANGUAGE / "LC_MESSAGES"
-FONT = ROOT / "tools" / "i18n_static" / "fonts" / "lectorch-cjk.woff2"
+FONT = ROOT / "tools" / "book" / "i18n_static" / "fonts" / "lectorch-cjk.woff2"
 
 
 def extract(output: Path) -> Path:

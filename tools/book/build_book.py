@@ -1,9 +1,9 @@
 """Build the book from the outputs stored in the notebooks (no execution), from clean.
 
-    python tools/build_book.py OUTPUT_DIR       # one strict English build into OUTPUT_DIR/_build/html
-    python tools/build_book.py --edition book   # `make book`: English into _build/html, 中文 into
+    python tools/book/build_book.py OUTPUT_DIR       # one strict English build into OUTPUT_DIR/_build/html
+    python tools/book/build_book.py --edition book   # `make book`: English into _build/html, 中文 into
                                                 # _build/html/zh; nothing is done when they are current
-    python tools/build_book.py --edition book --execute   # the chapters executed (jupyter-cache) first
+    python tools/book/build_book.py --edition book --execute   # the chapters executed (jupyter-cache) first
 
 An edition (:data:`EDITIONS`) is built whole, from clean, and stamped: its folder gets a
 ``.lectorch-build.json`` with the digest of every input of the build (chapters, catalogs, config,
@@ -32,8 +32,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def build(output: Path, *, builder: str = "html", language: str | None = None,
@@ -43,7 +42,7 @@ def build(output: Path, *, builder: str = "html", language: str | None = None,
 
     ``language`` builds that translation (e.g. "zh_CN", from locales/); ``builder`` "gettext"
     extracts the message catalogs into OUTPUT/_build/gettext. ``source`` is the folder holding the
-    book's _config.yml, _toc.yml and chapters (another one: the class edition, tools/class_edition.py);
+    book's _config.yml, _toc.yml and chapters (another one: the class edition, tools/book/class_edition.py);
     the config's other paths (extensions, catalogs, cache) stay this repository's.
     """
     output = Path(output)
@@ -68,7 +67,10 @@ def build(output: Path, *, builder: str = "html", language: str | None = None,
             "--config", str(cfg), "-n", "--keep-going", "--all", *(["-W"] if strict else []),
         ]
         cmd += ["--builder", "custom", "--custom-builder", builder] if builder == "gettext" else ["--builder", builder]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        # jupyter-book puts the extensions' folder (tools/book) on sys.path; the running page's table
+        # of tested torch releases comes from the locks' tools/torch_matrix.py, one folder up
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools"), os.environ.get("PYTHONPATH")])))
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     if builder == "html" and proc.returncode == 0:
         _name_the_icon(output / "_build" / "html" / "index.html")
     return proc
@@ -142,7 +144,7 @@ def _replace(output: Path, new: Path) -> None:
 class Edition:
     """One thing :func:`ensure` builds: where it goes, and the function that builds it.
 
-    ``build`` ("module:function", in tools/) is called as ``function(output, **options)`` and
+    ``build`` ("module:function", in tools/book/) is called as ``function(output, **options)`` and
     returns the finished build processes; it replaces ``output`` only when it succeeds. ``ignore``
     names input folders the edition does not read (a change there does not rebuild it)."""
 
@@ -160,13 +162,11 @@ EDITIONS: dict[str, Edition] = {
     "class": Edition(ROOT / "_build" / "class" / "html", "class_edition:build", ignore=("grading",)),  # both languages
 }
 
-#: The tools the builds read: the build, its Sphinx extensions and the modules they import, their
-#: templates and static assets. The others (the GPU check and its rehearsal) change no
-#: page, so a change to them rebuilds nothing (tests/test_book_stamp.py checks the imports).
-BOOK_TOOLS = tuple(f"tools/{name}" for name in (
-    "build_book.py", "class_edition.py", "i18n.py", "plain_notebook.py", "sphinx_lectorch.py",
-    "sphinx_lectorch_i18n.py", "book_light.py", "torch_matrix.py", "lock.py", "reader_metrics.py", "serve.py",
-    "book_layout", "book_static", "book_templates", "i18n_static"))
+#: The tools the builds read: the book's folder (the build, its Sphinx extensions and the modules
+#: they import, templates and static assets) and the locks' torch matrix, whose table the running
+#: page shows. The others (the GPU check and its rehearsal) change no page, so a change to them
+#: rebuilds nothing (tests/test_book_stamp.py checks the imports).
+BOOK_TOOLS = ("tools/book", "tools/torch_matrix.py", "tools/lock.py")
 #: Everything the builds read: a change to any file under these rebuilds.
 INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "grading", *BOOK_TOOLS,
           "vendor", "benchmarks/torch-matrix.json")  # the running page's table of tested torch releases

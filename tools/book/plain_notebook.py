@@ -12,8 +12,8 @@ The notebook's metadata records its language (``metadata.lectorch.language``, wh
 reads), and a translated notebook's setup cell (its first code cell) ends with
 ``lectorch.set_language(…)``, so the checkers answer in that language (:func:`setup_line`).
 
-The self-study book's download buttons give these notebooks (tools/build_book.py), the class book's
-give its own (tools/class_edition.py), and ``make student`` writes them (``python -m grading student``).
+The self-study book's download buttons give these notebooks (tools/book/build_book.py), the class book's
+give its own (tools/book/class_edition.py), and ``make student`` writes them (``python -m grading student``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
 LOCALES = ROOT / "locales"
 ENGLISH = "en"
@@ -37,7 +37,7 @@ SOLUTION_LABEL = "Solution (reference): try the exercise first"
 WORK_HINT = ("To work an exercise: write your answer in the cell under it, then run the check cell "
              "below; the reference solution is folded away under the check.")
 CLASS_WORK_HINT = "To work an exercise: write your answer in the cell under it, then run the check cell below."
-#: the line above a page's first exercise in the book (tools/sphinx_lectorch.py), self-study and class
+#: the line above a page's first exercise in the book (tools/book/sphinx_lectorch.py), self-study and class
 PAGE_HINT = ("To work an exercise: download this page's notebook (the download button, .ipynb) or open it in "
              "Colab (the rocket button), write your answer in the cell under the exercise and run the check "
              "cell below it; the solution is folded away under the check.")
@@ -219,7 +219,7 @@ def _directive(tok, page: Page) -> list[str]:
         # the blank line ends the quote (a next line would otherwise continue it)
         return [f"> **{title}**", ">"] + [f"> {line}".rstrip() for line in inner] + [""]
     raise ValueError(f"{page.docname}: the directive {{{name}}} has no plain-Markdown form in "
-                     "tools/plain_notebook.py: add one there (or write the cell without it)")
+                     "tools/book/plain_notebook.py: add one there (or write the cell without it)")
 
 
 _ROLE = re.compile(r"\{([\w:.-]+)\}`([^`]*)`")
@@ -241,7 +241,7 @@ def _roles(text: str, page: Page) -> str:
             if key not in page.glue:
                 raise KeyError(f"{page.docname}: no stored value glued as {key!r} (re-execute the chapter)")
             return format_plain_text(page.glue[key], spec if ":" in body else "")
-        raise ValueError(f"{page.docname}: the role {{{role}}} has no plain-Markdown form in tools/plain_notebook.py")
+        raise ValueError(f"{page.docname}: the role {{{role}}} has no plain-Markdown form in tools/book/plain_notebook.py")
 
     text = _ROLE.sub(plain, text)
     return re.sub(r'<span class="lectorch-gpu-mark">([^<]*)</span>', r"**\1**", text)
@@ -397,7 +397,7 @@ def replace_downloads(html: Path, language: str, *, solutions: str) -> list[Path
 
 def english_share(notebooks: list[Path]) -> tuple[int, float, list[tuple[str, int]]]:
     """English words, all words and the commonest English words of the notebooks' visible text (the
-    prose and, in an executed notebook, the checkers' messages and the figures' words), counted as tools/reader_metrics.py
+    prose and, in an executed notebook, the checkers' messages and the figures' words), counted as tools/book/reader_metrics.py
     counts the book's (names, acronyms and identifiers are not English; a Chinese word is 1.65
     characters)."""
     import collections
@@ -417,7 +417,7 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] != ["share"] or len(sys.argv) < 3:
-        sys.exit("usage: python tools/plain_notebook.py share NOTEBOOK…  (the English share of their prose, "
+        sys.exit("usage: python tools/book/plain_notebook.py share NOTEBOOK…  (the English share of their prose, "
                  "checker messages and figure words)")
     english, words, common = english_share([Path(p) for p in sys.argv[2:]])
     print(f"{english} English words of {words:.0f} ({english / words:.2%}); commonest: {common}")
@@ -427,7 +427,7 @@ def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook", *,
                      keep_lesson_outputs: bool = False) -> nbformat.NotebookNode:
     """Return a copy of ``nb`` with solutions swapped for stubs and outputs cleared.
 
-    ``keep_lesson_outputs`` (the class edition of the book, tools/class_edition.py) keeps the stored
+    ``keep_lesson_outputs`` (the class edition of the book, tools/book/class_edition.py) keeps the stored
     outputs and widget state of the lesson's cells, so the lesson reads as in the book. Cleared are
     the outputs of the stubs, of every checker and of every cell that uses what a solution defines
     (directly or through a later cell's names), as a student who has not done the exercises sees them.

@@ -13,7 +13,7 @@ Sphinx 7 ("Identifier 'THEBE_JS_URL' has already been declared" in the console) 
 CDN. The book has no thebe button (launch_buttons.thebe is false), so the scripts are removed.
 
 4. Render lectorch's own mime types. A panel (``application/vnd.lectorch.panel+json``) becomes
-   plain HTML controls: live ones are recomputed in the page by ``book_static/lectorch-live.js``
+   plain HTML controls: live ones are recomputed in the page by ``static/lectorch-live.js``
    from the data that :func:`lectorch.widgets.live.export_data` exports at build time; measured
    panels carry a grid of results recorded when the notebook ran (``recording`` in the output's
    metadata), and their controls switch between those, labelled with the machine and the date; the
@@ -27,8 +27,8 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
    loads no widget manager (3.6 MB) and no widget state.
 5. The install line of the chapters' first cell and of the running page (``{lectorch-install}``),
    built from the one setting ``repository.url`` of ``_config.yml``.
-6. ``book_static/lectorch-nav.js``: the theme's sidebar buttons work at every width (see that file).
-7. A light first visit (``book_light.py``, ``book_templates/layout.html``): Font Awesome once, as
+6. ``static/lectorch-nav.js``: the theme's sidebar buttons work at every width (see that file).
+7. A light first visit (``book_light.py``, ``layout/layout.html``): Font Awesome once, as
    webfonts cut to the icons the book shows; the search index on the search page only; the CJK font
    where CJK text is.
 """
@@ -46,7 +46,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The marker comment that opens every chapter's install cell (a test finds the cell by it).
 INSTALL_MARKER = "# Install lectorch (the course's helper package) where it is missing, e.g. on Colab."
@@ -179,7 +179,7 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
 PANEL_MIME = "application/vnd.lectorch.panel+json"
 CHECK_MIME = "application/vnd.lectorch.check+json"
 HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
-STATIC = ROOT / "tools" / "book_static"
+STATIC = ROOT / "tools" / "book" / "static"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
