@@ -32,6 +32,9 @@ from pathlib import Path
 
 import yaml
 
+import plain_notebook
+from languages import ENGLISH, LANGUAGE, ZH_FOLDER
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -91,8 +94,6 @@ def build_reader_book(output: Path, execute: str = "off") -> list[subprocess.Com
     """The reader's book: English into ``output``, 中文 into ``output/zh`` (as `make book` lays them
     out). The two builds read the same notebooks and run side by side, one per core. ``output`` is
     replaced only when both builds finish (their warnings are reported, not fatal)."""
-    import i18n
-
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{output.name}-building-", dir=output.parent))
@@ -100,38 +101,21 @@ def build_reader_book(output: Path, execute: str = "off") -> list[subprocess.Com
         # executed: English first (it fills the jupyter-cache), then 中文 from the cache
         with ThreadPoolExecutor(max_workers=2 if execute == "off" else 1) as pool:
             english = pool.submit(build, work / "en", execute=execute, strict=False)
-            chinese = pool.submit(build, work / "zh", language=i18n.LANGUAGE, execute=execute, strict=False)
+            chinese = pool.submit(build, work / ZH_FOLDER, language=LANGUAGE, execute=execute, strict=False)
             procs = [english.result(), chinese.result()]
         if all(p.returncode == 0 for p in procs):
-            import plain_notebook
-
             html = work / "en" / "_build" / "html"
-            (work / "zh" / "_build" / "html").rename(html / "zh")
+            (work / ZH_FOLDER / "_build" / "html").rename(html / ZH_FOLDER)
             # the download buttons give the notebook a reader works in, in the page's language
-            plain_notebook.replace_downloads(html, "en", solutions="fold")
-            plain_notebook.replace_downloads(html / "zh", i18n.LANGUAGE, solutions="fold")
-            _replace(output, html)
+            plain_notebook.replace_downloads(html, ENGLISH, solutions="fold")
+            plain_notebook.replace_downloads(html / ZH_FOLDER, LANGUAGE, solutions="fold")
+            replace_folder(output, html)
         return procs
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def build_gettext(output: Path) -> list[subprocess.CompletedProcess]:
-    """The English messages as gettext templates (``*.pot`` per page and ``_ui.pot``), into ``output``."""
-    import i18n
-
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{output.name}-building-", dir=output.parent))
-    try:
-        pot = i18n.extract(work / "gettext")  # raises when no template was written
-        _replace(output, pot)
-        return []
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _replace(output: Path, new: Path) -> None:
+def replace_folder(output: Path, new: Path) -> None:
     """Put the folder ``new`` where ``output`` is (the old one removed after the swap)."""
     old = output.with_name(f".{output.name}-old-{os.getpid()}")
     if output.exists():
@@ -158,7 +142,7 @@ EDITIONS: dict[str, Edition] = {
     # grading/ only for its messages to students (the gettext templates)
     "book": Edition(ROOT / "_build" / "html", "build_book:build_reader_book", ignore=("grading",)),
     # lectorch/locale: the package's catalogs, made from locales/
-    "gettext": Edition(ROOT / "_build" / "gettext", "build_book:build_gettext", ignore=("locales", "lectorch/locale")),
+    "gettext": Edition(ROOT / "_build" / "gettext", "i18n:build_gettext", ignore=("locales", "lectorch/locale")),
     "class": Edition(ROOT / "_build" / "class" / "html", "class_edition:build", ignore=("grading",)),  # both languages
 }
 

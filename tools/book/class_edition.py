@@ -25,8 +25,8 @@ import nbformat
 import yaml
 
 import build_book
-import i18n
 import plain_notebook
+from languages import LANGUAGE, ZH_FOLDER
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,16 +72,16 @@ def build(output: Path = OUTPUT) -> list[subprocess.CompletedProcess]:
         # the two languages read the same sources and build independently: one per core
         with ThreadPoolExecutor(max_workers=2) as pool:
             english = pool.submit(build_book.build, Path(tmp) / "en", source=source)
-            chinese = pool.submit(build_book.build, Path(tmp) / "zh", source=source, language=i18n.LANGUAGE)
+            chinese = pool.submit(build_book.build, Path(tmp) / "zh", source=source, language=LANGUAGE)
             english, chinese = english.result(), chinese.result()
         if english.returncode == 0 and chinese.returncode == 0:
             # the download buttons give the class's notebooks: stubs, no solution, plain Markdown,
             # in the page's language
             plain_notebook.replace_downloads(Path(tmp) / "en" / "_build" / "html", "en", solutions="drop")
-            plain_notebook.replace_downloads(Path(tmp) / "zh" / "_build" / "html", i18n.LANGUAGE, solutions="drop")
+            plain_notebook.replace_downloads(Path(tmp) / "zh" / "_build" / "html", LANGUAGE, solutions="drop")
             if output.exists():
                 shutil.rmtree(output)
             shutil.copytree(Path(tmp) / "en" / "_build" / "html", output)
-            shutil.copytree(Path(tmp) / "zh" / "_build" / "html", output / "zh")
+            shutil.copytree(Path(tmp) / "zh" / "_build" / "html", output / ZH_FOLDER)
     return [english, chinese]
 

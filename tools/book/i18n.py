@@ -27,10 +27,10 @@ from pathlib import Path
 from babel.messages.pofile import read_po, write_po
 
 import build_book
+from languages import LANGUAGE, UI_CATALOG, ZH_FOLDER
 
 ROOT = Path(__file__).resolve().parents[2]
 
-LANGUAGE = "zh_CN"
 LOCALES = ROOT / "locales"
 CATALOGS = LOCALES / LANGUAGE / "LC_MESSAGES"
 FONT = ROOT / "tools" / "book" / "i18n_static" / "fonts" / "lectorch-cjk.woff2"
@@ -45,6 +45,20 @@ def extract(output: Path) -> Path:
     pot = Path(output) / "_build" / "gettext"
     write_ui_template(pot)
     return pot
+
+
+def build_gettext(output: Path) -> list[subprocess.CompletedProcess]:
+    """The English messages as gettext templates (``*.pot`` per page and ``_ui.pot``), into ``output``:
+    the edition ``gettext`` of :data:`build_book.EDITIONS` (``make book``), which :func:`update` merges."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{output.name}-building-", dir=output.parent))
+    try:
+        pot = extract(work / "gettext")  # raises when no template was written
+        build_book.replace_folder(output, pot)
+        return []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def write_ui_template(pot: Path) -> Path:
@@ -63,7 +77,7 @@ def write_ui_template(pot: Path) -> Path:
         catalog.add(label, context=sphinx_lectorch_i18n.OPTION)
     for message in sphinx_lectorch_i18n.checker_messages():
         catalog.add(message, context=sphinx_lectorch_i18n.CHECKER)
-    path = pot / f"{sphinx_lectorch_i18n.UI_CATALOG}.pot"
+    path = pot / f"{UI_CATALOG}.pot"
     with open(path, "wb") as f:
         write_po(f, catalog, width=0)
     return path
@@ -116,7 +130,7 @@ def package_catalog(language: str = LANGUAGE) -> dict[str, str]:
     only, sorted."""
     import sphinx_lectorch_i18n as ui
 
-    with open(CATALOGS.parent.parent / language / "LC_MESSAGES" / f"{ui.UI_CATALOG}.po", "rb") as f:
+    with open(CATALOGS.parent.parent / language / "LC_MESSAGES" / f"{UI_CATALOG}.po", "rb") as f:
         catalog = read_po(f)
     plain = set(ui.figure_messages(alt=False))  # a kernel draws no alt text
     plain.update(o.get("data", {}).get(ui.PANEL_MIME, {}).get("title") for o in ui._stored_outputs())
@@ -147,7 +161,7 @@ def build(output: Path | None = None, execute: str = "off") -> subprocess.Comple
     ``execute="cache"`` reuses the English build's executed notebooks (one jupyter-cache for
     both editions, so nothing runs twice); "off" uses the outputs stored in the notebooks.
     """
-    output = Path(output) if output else ROOT / "_build" / "html" / "zh"
+    output = Path(output) if output else ROOT / "_build" / "html" / ZH_FOLDER
     with tempfile.TemporaryDirectory() as tmp:
         proc = build_book.build(Path(tmp) / "zh", language=LANGUAGE, execute=execute)
         if proc.returncode == 0:

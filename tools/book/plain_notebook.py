@@ -25,10 +25,11 @@ from pathlib import Path
 
 import nbformat
 
+from languages import ENGLISH, ui_gettext
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
 LOCALES = ROOT / "locales"
-ENGLISH = "en"
 
 #: The plain notebooks' own text (exercise labels, the working hint, the solution fold), translated
 #: through ``_ui.po`` like the rest of the text the tools generate (sphinx_lectorch_i18n.FIXED_UI).
@@ -72,9 +73,7 @@ def catalog(docname: str, language: str) -> dict[str, str]:
 
 def ui_text(language: str):
     """``_(text)`` for the plain notebooks' own messages (and Sphinx's admonition labels)."""
-    import sphinx_lectorch_i18n
-
-    return sphinx_lectorch_i18n.ui_gettext(language)
+    return ui_gettext(language)
 
 
 @lru_cache(maxsize=None)
@@ -271,6 +270,16 @@ def _solution_fold(source: str, page: Page) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(text, metadata={"tags": ["solution-folded"]})
 
 
+def chapter_number(docname: str) -> int | None:
+    """The course number of a chapter page ("chapters/05_flops_mfu" → 5), None for other pages.
+
+    >>> chapter_number("chapters/05_flops_mfu"), chapter_number("chapters/reference/glossary")
+    (5, None)
+    """
+    match = re.match(r"chapters/(\d\d)_", docname)
+    return int(match.group(1)) if match else None
+
+
 def reader_notebook(nb, name: str, language: str = ENGLISH, *, solutions: str = "fold",
                     docname: str | None = None) -> nbformat.NotebookNode:
     """The notebook a reader works in (see the module docstring).
@@ -279,8 +288,6 @@ def reader_notebook(nb, name: str, language: str = ENGLISH, *, solutions: str = 
     exercise's check cell (the self-study book); "drop" leaves them out (the class book, ``make
     student``). ``docname`` names the page whose catalog applies (default ``chapters/<stem>``).
     """
-    from sphinx_lectorch import chapter_number
-
     if solutions not in ("fold", "drop"):
         raise ValueError(f"solutions={solutions!r}: use 'fold' (self-study) or 'drop' (class)")
     docname = docname or f"chapters/{Path(name).stem}"

@@ -46,6 +46,10 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+import plain_notebook
+from languages import ZH_FOLDER, is_chinese, ui_gettext
+from sphinx_lectorch_i18n import CONTROL, GPU_MARK_TITLE, OPTION, live_messages
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The marker comment that opens every chapter's install cell (a test finds the cell by it).
@@ -193,8 +197,6 @@ def _widget_state(source: str) -> dict:
 
 
 def _control_html(spec: dict, disabled: bool, _=lambda text, context=None: text) -> str:
-    from sphinx_lectorch_i18n import CONTROL, OPTION  # the other local extension, same folder
-
     name, kind, label = spec["name"], spec["kind"], html.escape(_(spec["label"], CONTROL))
     attrs = f'data-control="{html.escape(name)}" aria-label="{label}"'
     attrs += " disabled" if disabled else ""
@@ -324,8 +326,6 @@ def _patch_myst_nb() -> None:
 
     def render_unhandled(self, data):
         if data.mime_type in (PANEL_MIME, CHECK_MIME):
-            from sphinx_lectorch_i18n import ui_gettext  # the other local extension, same folder
-
             _ = ui_gettext(self.renderer.document.settings.env.config.language)
         if data.mime_type == PANEL_MIME:
             source = self.renderer.document["source"]
@@ -360,8 +360,6 @@ def _write_live_data(app) -> None:
     static.mkdir(parents=True, exist_ok=True)
     body = json.dumps(export_data(), sort_keys=True)
     text = f"window.LECTORCH_LIVE_DATA = {body};\n"
-    from sphinx_lectorch_i18n import live_messages, ui_gettext  # the other local extension, same folder
-
     _ = ui_gettext(app.config.language)  # the page script's own text, in the page's language (_ui.po)
     ui = {m: _(m) for m in live_messages() if _(m) != m}
     if ui:
@@ -421,8 +419,6 @@ def _drop_unused_widget_manager(app, pagename, templatename, context, doctree) -
 
 def gpu_mark(language: str | None = None) -> str:
     """The mark of a GPU cell, its tooltip in the page's language (``_ui.po``)."""
-    from sphinx_lectorch_i18n import GPU_MARK_TITLE, ui_gettext  # the other local extension, same folder
-
     title = html.escape(ui_gettext(language)(GPU_MARK_TITLE))
     return f'<span class="lectorch-gpu-mark" title="{title}">GPU</span>'
 
@@ -441,9 +437,6 @@ def _exercise_hint(app, doctree) -> None:
         return
     from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node
 
-    import plain_notebook  # same folder
-    from sphinx_lectorch_i18n import ui_gettext
-
     first = next(iter(doctree.findall(lambda n: isinstance(n, (exercise_node, exercise_enumerable_node)))), None)
     if first is None or first.parent is None:
         return
@@ -460,8 +453,6 @@ def student_notebook_path(pagename: str, language: str | None) -> str:
     >>> student_notebook_path("chapters/03_strides_views", "zh_CN")
     'zh/_sources/chapters/03_strides_views.ipynb'
     """
-    from sphinx_lectorch_i18n import ZH_FOLDER, is_chinese
-
     return f"{ZH_FOLDER + '/' if is_chinese(language) else ''}_sources/{pagename}.ipynb"
 
 
@@ -471,8 +462,6 @@ def _launch_reader_notebook(app, pagename, templatename, context, doctree) -> No
     branch = app.config.lectorch_pages_branch
     if not branch:
         return
-    from sphinx_lectorch_i18n import ui_gettext  # the other local extension, same folder
-
     _ = ui_gettext(app.config.language)
     path = repository_url().removeprefix("https://github.com/")
     target = f"/github/{path}/blob/{branch}/{student_notebook_path(pagename, app.config.language)}"
@@ -491,16 +480,10 @@ def _launch_reader_notebook(app, pagename, templatename, context, doctree) -> No
     visit(context.get("header_buttons", []))
 
 
-def chapter_number(docname: str) -> int | None:
-    """The course number of a chapter page ("chapters/05_flops_mfu" → 5), None for other pages."""
-    match = re.match(r"chapters/(\d\d)_", docname)
-    return int(match.group(1)) if match else None
-
-
 def _number_per_chapter(app, env) -> None:
     """Number exercises, solutions and figures per chapter: "Exercise 5.2", "Fig. 5.1" (not across the book)."""
     for docname, by_type in env.toc_fignumbers.items():
-        chapter = chapter_number(docname)
+        chapter = plain_notebook.chapter_number(docname)
         for figtype, numbers in by_type.items():
             order = sorted(numbers, key=lambda key: numbers[key])
             for i, key in enumerate(order, start=1):

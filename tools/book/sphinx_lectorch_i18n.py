@@ -36,11 +36,10 @@ from docutils.transforms import Transform
 from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-import plain_notebook  # same folder (tools/)
+import plain_notebook
+from languages import ZH_FOLDER, is_chinese, ui_gettext
 
 HERE = Path(__file__).resolve().parent
-#: The other edition lives in this sub-folder of the English HTML output.
-ZH_FOLDER = "zh"
 SWITCH_CLASS = "lectorch-lang-switch"
 
 
@@ -116,8 +115,6 @@ def _keep_translated_headings() -> None:
     sphinx_i18n.publish_msgstr = publish_msgstr
 
 
-#: The catalog (beside the pages' catalogs) of the text that the book's tools generate.
-UI_CATALOG = "_ui"
 ROOT = HERE.parents[1]
 PANEL_MIME = "application/vnd.lectorch.panel+json"
 CHECK_MIME = "application/vnd.lectorch.check+json"
@@ -361,31 +358,6 @@ def checker_messages(root: Path = ROOT) -> list[str]:
     return list(dict.fromkeys(m for m in found if m and re.search(r"[A-Za-z]{2}", m)))
 
 
-_UI_CACHE: dict[str, dict[tuple[str | None, str], str]] = {}
-
-
-def ui_gettext(language: str | None, root: Path = ROOT):
-    """A ``gettext`` for the generated text in ``language`` (the identity in English): called as
-    ``_(text)``, or ``_(text, CONTROL)`` for a control's label.
-
-    >>> ui_gettext("en")("checker"), ui_gettext("zh_CN")("layers", CONTROL)
-    ('checker', '层数')
-    """
-    if not is_chinese(language):
-        return lambda text, context=None: text
-    if language not in _UI_CACHE:
-        from babel.messages.pofile import read_po
-
-        path = root / "locales" / language / "LC_MESSAGES" / f"{UI_CATALOG}.po"
-        table = {}
-        if path.exists():
-            with open(path, "rb") as f:
-                table = {(m.context, m.id): m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
-        _UI_CACHE[language] = table
-    table = _UI_CACHE[language]
-    return lambda text, context=None: table.get((context, text), text)
-
-
 def _translate_configuration(app, config) -> None:
     """The site title, author, footer and search box of the Chinese edition."""
     if not is_chinese(config.language):
@@ -558,10 +530,6 @@ def _translate_toc_captions(app, doctree) -> None:
         for toctree in doctree.findall(sphinx_nodes.toctree):
             if toctree.get("caption"):
                 toctree["caption"] = catalog.gettext(toctree["caption"])
-
-
-def is_chinese(language: str | None) -> bool:
-    return bool(language) and language.lower().startswith("zh")
 
 
 def other_language_href(pagename: str, language: str | None) -> str:
