@@ -190,25 +190,29 @@ def digest(name: str, options: dict) -> str:
     where = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
     locked = _locked_names(ROOT / "requirements.txt")
     packages = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=where)
-                       if locked is None or _normal(d.metadata["Name"]) in locked})
+                       if locked is None or normal_name(d.metadata["Name"]) in locked})
     h.update("\n".join(packages).encode())
     return h.hexdigest()
 
 
-def _normal(name: str) -> str:
+def normal_name(name: str) -> str:
+    """A package's name as the locks and pip compare it (PEP 503).
+
+    >>> normal_name("Sphinx_Book.Theme")
+    'sphinx-book-theme'
+    """
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _locked_names(lock: Path) -> set[str] | None:
-    r"""The package names pinned in ``lock`` (``name==version`` lines) for this machine, or None
-    without one. A pin whose marker does not hold here is left out (``cffi==2.1.1 ; implementation_name
-    == 'pypy'``): the book's install skips it, but JupyterLab's install brings it, and counting it made
-    every edition look stale once `make test` had installed JupyterLab.
+def locked_pins(lock: Path) -> dict[str, str] | None:
+    r"""The pins of ``lock`` (``name==version`` lines) for this machine, name (:func:`normal_name`) →
+    version, or None without the file. A pin whose marker does not hold here is left out
+    (``cffi==2.1.1 ; implementation_name == 'pypy'``): the book's install skips it.
 
     >>> import tempfile; lock = Path(tempfile.mkdtemp()) / "r.txt"
     >>> _ = lock.write_text("Jinja2==3.1.6\ncffi==2.1.1 ; implementation_name == 'pypy'\n")
-    >>> sorted(_locked_names(lock))  # on CPython
-    ['jinja2']
+    >>> locked_pins(lock)  # on CPython
+    {'jinja2': '3.1.6'}
     """
     from packaging.markers import Marker
 
@@ -216,12 +220,19 @@ def _locked_names(lock: Path) -> set[str] | None:
         lines = lock.read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    names = set()
+    pins = {}
     for line in lines:
-        pin = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==[^;#]*(?:;([^#]*))?", line)
-        if pin and (pin.group(2) is None or Marker(pin.group(2).strip()).evaluate()):
-            names.add(_normal(pin.group(1)))
-    return names
+        pin = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)[^;#]*(?:;([^#]*))?", line)
+        if pin and (pin.group(3) is None or Marker(pin.group(3).strip()).evaluate()):
+            pins[normal_name(pin.group(1))] = pin.group(2)
+    return pins
+
+
+def _locked_names(lock: Path) -> set[str] | None:
+    """The package names :func:`locked_pins` finds in ``lock``: a package the book's lock leaves out
+    (JupyterLab's, which `make test` installs after `make book`) must not make the book look stale."""
+    pins = locked_pins(lock)
+    return None if pins is None else set(pins)
 
 
 def read_stamp(output: Path) -> dict | None:

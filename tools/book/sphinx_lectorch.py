@@ -21,7 +21,7 @@ CDN. The book has no thebe button (launch_buttons.thebe is false), so the script
    (``application/vnd.lectorch.check+json``) shows what the checker tests, never "Correct".
    myst-nb sends a mime type it does not know to ``NbElementRenderer.render_unhandled``; its
    plugin mechanism needs an entry point of an installed package, which would put book tooling
-   into lectorch, so this extension extends ``render_unhandled`` instead (and raises the two
+   into lectorch, so this extension extends ``render_unhandled`` instead (``patches.py``; it raises the two
    mime types above the widget view in the html builders' priority list).
    Stored progress bars (tqdm) become plain HTML too. A page whose widgets are all rendered so
    loads no widget manager (3.6 MB) and no widget state.
@@ -46,6 +46,10 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from lectorch.exercises import CHECK_MIME
+from lectorch.widgets import PANEL_MIME
+
+import patches
 import plain_notebook
 from languages import ZH_FOLDER, is_chinese, ui_gettext
 from sphinx_lectorch_i18n import CONTROL, GPU_MARK_TITLE, OPTION, live_messages
@@ -180,8 +184,6 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
             context[key] = [asset for asset in context[key] if not _is_thebe(asset)]
 
 
-PANEL_MIME = "application/vnd.lectorch.panel+json"
-CHECK_MIME = "application/vnd.lectorch.check+json"
 HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
 STATIC = ROOT / "tools" / "book" / "static"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -317,26 +319,17 @@ def check_html(data: dict, _=lambda text: text) -> str:
             f"{summary}{stop}<i>{html.escape(_('Run the notebook to get feedback on your answer.'))}</i></div>")
 
 
-def _patch_myst_nb() -> None:
-    from myst_nb.core.render import NbElementRenderer
-
-    if getattr(NbElementRenderer, "_lectorch_patched", False):
-        return
-    original = NbElementRenderer.render_unhandled
-
-    def render_unhandled(self, data):
-        if data.mime_type in (PANEL_MIME, CHECK_MIME):
-            _ = ui_gettext(self.renderer.document.settings.env.config.language)
-        if data.mime_type == PANEL_MIME:
-            source = self.renderer.document["source"]
-            meta = (data.output_metadata or {}).get(PANEL_MIME, {})
-            return [nodes.raw("", panel_html(data.content, meta, _widget_state(source), _), format="html")]
-        if data.mime_type == CHECK_MIME:
-            return [nodes.raw("", check_html(data.content, _), format="html")]
-        return original(self, data)
-
-    NbElementRenderer.render_unhandled = render_unhandled
-    NbElementRenderer._lectorch_patched = True
+def _render_lectorch_outputs(render_unhandled, self, data):
+    """lectorch's panels and checker results in the page (myst-nb knows neither mime type;
+    :func:`patches.render_unknown_outputs` sends them here), any other output to myst-nb's own."""
+    if data.mime_type not in (PANEL_MIME, CHECK_MIME):
+        return render_unhandled(self, data)
+    _ = ui_gettext(self.renderer.document.settings.env.config.language)
+    if data.mime_type == PANEL_MIME:
+        source = self.renderer.document["source"]
+        meta = (data.output_metadata or {}).get(PANEL_MIME, {})
+        return [nodes.raw("", panel_html(data.content, meta, _widget_state(source), _), format="html")]
+    return [nodes.raw("", check_html(data.content, _), format="html")]
 
 
 def _config_inited(app, config) -> None:
@@ -548,7 +541,7 @@ def setup(app):
     import book_light  # tools/, beside this extension: the fonts cut to what the pages show
 
     book_light.setup(app)
-    _patch_myst_nb()
+    patches.render_unknown_outputs(_render_lectorch_outputs)
     app.add_js_file(None, body=MATHJAX2_ADAPTER, priority=100)
     app.add_js_file("lectorch-live-data.js", priority=500)
     app.add_js_file("lectorch-live.js", priority=501, defer="defer")

@@ -27,7 +27,6 @@ prose is translated. This extension:
 
 from __future__ import annotations
 
-import contextvars
 import re
 from pathlib import Path
 
@@ -36,6 +35,10 @@ from docutils.transforms import Transform
 from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from lectorch.exercises import CHECK_MIME
+from lectorch.widgets import PANEL_MIME
+
+import patches
 import plain_notebook
 from languages import ZH_FOLDER, is_chinese, ui_gettext
 
@@ -99,25 +102,14 @@ def escape_block_start(msgstr: str) -> str:
     return _BLOCK_START.sub(lambda m: (f"{m[1]}\\{m[2]}{m[3]}" if m[1] else f"\\{m[4]}{m[5]}"), msgstr, count=1)
 
 
-def _keep_translated_headings() -> None:
-    from sphinx.transforms import i18n as sphinx_i18n
-
-    if getattr(sphinx_i18n.publish_msgstr, "lectorch_patched", False):
-        return
-    original = sphinx_i18n.publish_msgstr
-
-    def publish_msgstr(app, source, source_path, source_line, config, settings):
-        if not source.startswith("::"):  # literal blocks are prefixed "::" by Sphinx: leave them
-            source = escape_block_start(source)
-        return original(app, source, source_path, source_line, config, settings)
-
-    publish_msgstr.lectorch_patched = True
-    sphinx_i18n.publish_msgstr = publish_msgstr
+def _escape_translated_heading(publish_msgstr, app, source, source_path, source_line, config, settings):
+    """A translated message as Sphinx parses it (:func:`patches.parse_translations`), its block start escaped."""
+    if not source.startswith("::"):  # literal blocks are prefixed "::" by Sphinx: leave them
+        source = escape_block_start(source)
+    return publish_msgstr(app, source, source_path, source_line, config, settings)
 
 
 ROOT = HERE.parents[1]
-PANEL_MIME = "application/vnd.lectorch.panel+json"
-CHECK_MIME = "application/vnd.lectorch.check+json"
 GPU_MARK_TITLE = "this cell needs a CUDA GPU to show what it teaches; on a CPU it says what a GPU would show"
 #: Text of the theme (sphinx-book-theme's buttons, jupyter-book's search box) and of Sphinx (the
 #: headings' link) that a zh_CN build shows in English, or in Taiwan's usage ("列印成 PDF"): the
@@ -129,7 +121,7 @@ THEME_UI = ["Search this book...", "Repository", "Open issue", "Print to PDF", "
             "Toggle primary sidebar", "Toggle secondary sidebar",
             # the Colab button's tooltip (tools/book/sphinx_lectorch.py)
             "Open this page's notebook in Colab",
-            # the accessible name of a folded cell's summary (myst-nb; see _visit_folded_cell)
+            # the accessible name of a folded cell's summary (myst-nb; see _translate_folded_cells)
             "Toggle hidden content"]
 #: The fixed strings of tools/book/sphinx_lectorch.py and of the theme's configuration.
 FIXED_UI = [
@@ -216,36 +208,27 @@ def figure_messages(root: Path = ROOT, *, alt: bool = True) -> list[str]:
 SVG_MIME = "image/svg+xml"
 
 
-def _translate_figures() -> None:
-    """The Chinese book's figures: myst-nb writes each stored SVG output to a file of its own; in a
-    zh build its marked words are translated first (``lectorch.plots._text.translate_svg``, through
-    ``_ui.po``), and every output image's alt text is translated too."""
-    from myst_nb.core.render import NbElementRenderer
+def _translate_figure(render_image, self, data):
+    """The Chinese book's figures: myst-nb writes each stored SVG output to a file of its own
+    (:func:`patches.render_images` sends it here first); in a zh build its marked words are
+    translated first (``lectorch.plots._text.translate_svg``, through ``_ui.po``), and every output
+    image's alt text is translated too."""
+    language = self.renderer.document.settings.env.config.language
+    if not is_chinese(language):
+        return render_image(self, data)
+    import dataclasses
 
-    if getattr(NbElementRenderer, "_lectorch_figures", False):
-        return
-    original = NbElementRenderer.render_image
+    from lectorch.plots import _text
 
-    def render_image(self, data):
-        language = self.renderer.document.settings.env.config.language
-        if not is_chinese(language):
-            return original(self, data)
-        import dataclasses
-
-        from lectorch.plots import _text
-
-        _ = ui_gettext(language)
-        texts = (data.output_metadata or {}).get(data.mime_type, {}).get(_text.METADATA_KEY)
-        if data.mime_type == SVG_MIME and texts:
-            data = dataclasses.replace(data, content=_text.translate_svg(data.content, texts, _))
-        found = original(self, data)
-        for node in found:
-            if isinstance(node, nodes.image) and node.get("alt"):
-                node["alt"] = _(node["alt"])
-        return found
-
-    NbElementRenderer.render_image = render_image
-    NbElementRenderer._lectorch_figures = True
+    _ = ui_gettext(language)
+    texts = (data.output_metadata or {}).get(data.mime_type, {}).get(_text.METADATA_KEY)
+    if data.mime_type == SVG_MIME and texts:
+        data = dataclasses.replace(data, content=_text.translate_svg(data.content, texts, _))
+    found = render_image(self, data)
+    for node in found:
+        if isinstance(node, nodes.image) and node.get("alt"):
+            node["alt"] = _(node["alt"])
+    return found
 
 
 def _stored_outputs(root: Path = ROOT):
@@ -395,24 +378,10 @@ def _translate_toggle_hints(app, config) -> None:
                         f"e.setAttribute('aria-label', {label}); }}); }});")
 
 
-def _visit_folded_cell(self, node) -> None:
-    """myst-nb's ``visit_HideCellInput`` with the summary's accessible name in the page's language
-    (myst-nb writes "Toggle hidden content" into the HTML)."""
-    from html import escape
-
-    label = escape(ui_gettext(self.config.language)("Toggle hidden content"))
-    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n')
-    self.body.append(f'<summary aria-label="{label}">\n')
-    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
-    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
-    self.body.append("</summary>\n")
-
-
 def _translate_folded_cells(app) -> None:
+    """The accessible name of a folded cell's summary in the page's language (:func:`patches.label_folded_cells`)."""
     if is_chinese(app.config.language):
-        from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
-
-        app.add_node(HideCodeCellNode, override=True, html=(_visit_folded_cell, depart_HideCellInput))
+        patches.label_folded_cells(app, lambda translator: ui_gettext(translator.config.language)("Toggle hidden content"))
 
 
 class TranslateCellPrompts(SphinxPostTransform):
@@ -436,82 +405,12 @@ class TranslateCellPrompts(SphinxPostTransform):
 
 def _override_theme_messages(app) -> None:
     """Sphinx's and the themes' own text (:data:`THEME_UI`) from ``_ui.po``: their zh_CN catalogs
-    lack some ("Link to this heading", "Color mode") and word one in Taiwan's usage. The entries
-    go into the translators themselves: the page templates hold the "sphinx" translator's
-    ``gettext`` from before this event, and the themes' Python code asks for it at each call."""
+    lack some ("Link to this heading", "Color mode") and word one in Taiwan's usage
+    (:func:`patches.add_theme_translations` says how)."""
     if not is_chinese(app.config.language):
         return
-    from sphinx import locale
-
     _ = ui_gettext(app.config.language)
-    table = {m: _(m) for m in THEME_UI if _(m) != m}
-    for key in (("general", "sphinx"), ("general", "booktheme")):
-        translator = locale.translators.get(key)
-        while translator is not None:  # the first catalog answers: put the entries there
-            if hasattr(translator, "_catalog"):
-                translator._catalog.update(table)
-                break
-            translator = getattr(translator, "_fallback", None)
-
-
-_RENDERER: contextvars.ContextVar = contextvars.ContextVar("lectorch_nb_renderer", default=None)
-_LAST_RENDERER: list = [None]
-
-
-def _let_translations_read_glue() -> None:
-    """Let ``{glue:text}`` roles inside translated messages find the notebook's glued values.
-
-    Sphinx's Locale transform parses each translated message as a small document of its own, after
-    the page was parsed; myst-nb's glue role looks its key up in the notebook renderer that myst-nb
-    keeps on the page's document only *while* parsing ("No key … found in glue data"). So the
-    renderer myst-nb makes for a notebook is remembered, and while the Locale transform runs on
-    that notebook's document it is lent to the documents it parses. Without a catalog (English)
-    nothing is parsed and nothing changes.
-    """
-    import myst_nb.sphinx_ as myst_nb_sphinx
-    from myst_nb.ext.glue import directives, roles, utils
-    from sphinx.transforms import i18n as sphinx_i18n
-
-    if getattr(sphinx_i18n.Locale.apply, "lectorch_patched", False):
-        return
-    original_apply, original_retrieve = sphinx_i18n.Locale.apply, utils.retrieve_glue_data
-    original_load = myst_nb_sphinx.load_renderer
-
-    def load_renderer(name):
-        cls = original_load(name)
-
-        def make(*args, **kwargs):
-            _LAST_RENDERER[0] = cls(*args, **kwargs)
-            return _LAST_RENDERER[0]
-
-        return make
-
-    def apply(self, **kwargs):
-        renderer = _LAST_RENDERER[0]
-        mine = renderer is not None and getattr(renderer.renderer, "document", None) is self.document
-        token = _RENDERER.set(renderer if mine else None)
-        try:
-            return original_apply(self, **kwargs)
-        finally:
-            _RENDERER.reset(token)
-
-    def retrieve_glue_data(document, key):
-        if "nb_renderer" in document or _RENDERER.get() is None:
-            return original_retrieve(document, key)
-        # lend the renderer for this lookup only: the message's nodes end up in the page's
-        # doctree, which is pickled, and a renderer does not pickle
-        document["nb_renderer"] = _RENDERER.get()
-        try:
-            return original_retrieve(document, key)
-        finally:
-            del document["nb_renderer"]
-
-    apply.lectorch_patched = True
-    myst_nb_sphinx.load_renderer = load_renderer
-    sphinx_i18n.Locale.apply = apply
-    for module in (roles, directives):
-        if hasattr(module, "retrieve_glue_data"):
-            module.retrieve_glue_data = retrieve_glue_data
+    patches.add_theme_translations({m: _(m) for m in THEME_UI if _(m) != m})
 
 
 def _translate_toc_captions(app, doctree) -> None:
@@ -609,9 +508,9 @@ def _add_static(app) -> None:
 
 
 def setup(app):
-    _translate_figures()
-    _let_translations_read_glue()
-    _keep_translated_headings()
+    patches.render_images(_translate_figure)
+    patches.glue_in_translations()
+    patches.parse_translations(_escape_translated_heading)
     app.add_transform(KeepUntranslatable)
     app.connect("builder-inited", _add_static)
     app.add_css_file("lectorch-i18n.css")
