@@ -36,7 +36,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools" / "book"))  # plain_notebook: the student edition
 CHAPTERS = ["00_napkin_math.ipynb", "02_device.ipynb"]
 
 
