@@ -20,6 +20,7 @@ multi-GB download) and linked from there. ``LECTORCH_BARE_TORCH=lock`` links thi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import json
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from packaging.utils import canonicalize_name
 from source_imports import imports, python_of_cell
 
 import lock
@@ -143,8 +145,12 @@ def bare_kernel(tmp_path_factory, kernel_torch: Path):
 
     # the lock as constraints, but not for torch: the torch already there (this environment's, linked)
     # must be kept by pip because lectorch's range admits it, as in a student's kernel
+    # and not for what that torch itself requires (its own pins, which may differ from the lock's)
+    torch_dist = _distribution("torch", kernel_torch)
+    own = _closure(["torch"], kernel_torch)
     pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
-            if not lock.TORCH_STACK.match(line)]
+            if not lock.TORCH_STACK.match(line) and canonicalize_name(re.split(r"[=<>!~;\s]", line)[0]) not in own]
+    pins.append(f"torch=={torch_dist.version}")
     constraints = tmp / "constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")
     where = "import torch; print(torch.__version__, torch.__file__)"
@@ -153,10 +159,12 @@ def bare_kernel(tmp_path_factory, kernel_torch: Path):
     # a dry run first, so that a torch pip would replace is reported, never downloaded
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
                "-c", str(constraints), str(wheel)]
-    _run([*install[:6], "--dry-run", "--report", str(tmp / "report.json"), *install[6:]])
+    # a machine's pip configuration may cap torch (at the releases it keeps on disk): a student's has no cap
+    pip_env = dict(os.environ, PIP_CONSTRAINT=os.devnull)
+    _run([*install[:6], "--dry-run", "--report", str(tmp / "report.json"), *install[6:]], env=pip_env)
     planned = [i["metadata"]["name"] for i in json.loads((tmp / "report.json").read_text())["install"]]
     assert "torch" not in [name.lower() for name in planned], f"pip would replace the kernel's torch: {planned}"
-    _run(install)
+    _run(install, env=pip_env)
     assert _run([str(python), "-c", where], cwd=tmp).stdout == before, "installing lectorch changed torch"
     probe = _run([str(python), "-c", "import importlib.util as u; print([m for m in ('myst_nb', 'sphinx', "
                   "'jupyter_book', 'nbval') if u.find_spec(m)])"], cwd=tmp)
