@@ -818,6 +818,20 @@ def test_train_resume_must_really_crash_and_restore():
     result = check("train-resume", never_crashes)
     assert result.status == "failed" and "never wrote and read back a checkpoint" in result.message
 
+    def checkpoint_for_show(tokens, num_steps, crash_at=None):  # a sixth red team's: save, load, never crash
+        import os
+        import tempfile
+
+        import torch
+
+        with tempfile.TemporaryDirectory() as folder:
+            torch.save({"step": 0}, os.path.join(folder, "c.pt"))
+            torch.load(os.path.join(folder, "c.pt"), weights_only=True)
+        return honest(tokens, num_steps, None)
+
+    result = check("train-resume", checkpoint_for_show)
+    assert result.status == "failed" and "not at the crash" in result.message, result
+
 
 def test_train_accumulate_must_run_one_backward_per_micro_batch():
     assert check("train-accumulate", _reference_function("accumulated_training")).passed
