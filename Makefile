@@ -143,9 +143,10 @@ rehearse: $(STAMP) $(LAB_STAMP)
 # one process). No book, browser, notebook kernel or many-process run: tests marked `book`, `browser`,
 # `slow` or `rehearsal` are left out (pyproject.toml's markers).
 UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+UNIT_MARKERS := not book and not browser and not slow and not rehearsal
 unit: $(STAMP)
 	$(BIN)/ruff check $(LINT)
-	$(BIN)/python -m pytest lectorch tests -m "not book and not browser and not slow and not rehearsal" -q \
+	$(BIN)/python -m pytest lectorch tests -m "$(UNIT_MARKERS)" -q \
 	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 execute: $(STAMP)

@@ -10,11 +10,17 @@ satisfied: the torch already there is kept, as in a student's kernel whose torch
 admits (a dry run checks first that pip would install no torch). A dependency missing from pyproject.toml fails the chapter that imports it: the first chapter runs
 whole (the launch itself), and every module that lectorch or any chapter imports, wherever the
 import sits (inside a function too), is imported in the bare venv.
+
+The kernel's torch is the newest release the course is tested on (tools/torch_matrix.py RELEASES), as
+on Colab or a GPU box today: PyPI's build, kept in the torch matrix's cached venv (made once, a
+multi-GB download) and linked from there. ``LECTORCH_BARE_TORCH=lock`` links this environment's torch
+(the lock's) instead.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import json
@@ -25,21 +31,28 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from packaging.utils import canonicalize_name
 from source_imports import imports, python_of_cell
 
 import lock
+import torch_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ["00_napkin_math"]
-#: Linked (not installed) into the bare venv, with everything they depend on.
-LINKED = ("torch", "ipykernel")
+#: Linked (not installed) into the bare venv from this environment, with everything they depend on.
+LINKED = ("ipykernel",)
 pytestmark = pytest.mark.rehearsal
 
 
-def _closure(names) -> set[str]:
-    """The distributions ``names`` need, recursively (markers evaluated, extras left out)."""
+def _distribution(name: str, site: Path):
+    """The distribution ``name`` installed in the site-packages folder ``site``, or None."""
     from importlib import metadata
 
+    return next(iter(metadata.distributions(name=name, path=[str(site)])), None)
+
+
+def _closure(names, site: Path) -> set[str]:
+    """The distributions ``names`` need in ``site``, recursively (markers evaluated, extras left out)."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
@@ -49,9 +62,8 @@ def _closure(names) -> set[str]:
         name = canonicalize_name(todo.pop())
         if name in seen:
             continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
+        dist = _distribution(name, site)
+        if dist is None:
             continue
         seen.add(name)
         for text in dist.requires or []:
@@ -75,9 +87,7 @@ def _declared(wheel: Path) -> list[str]:
 
 
 def _top_level_paths(name: str, site: Path) -> set[Path]:
-    from importlib import metadata
-
-    dist = metadata.distribution(name)
+    dist = _distribution(name, site)
     tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
     return {site / t for t in tops if t != "__pycache__" and (site / t).exists()}
 
@@ -88,38 +98,59 @@ def _run(cmd, **kwargs) -> subprocess.CompletedProcess:
     return proc
 
 
-@pytest.fixture(scope="module")
-def bare_kernel(tmp_path_factory):
-    """A kernelspec whose python is a fresh venv with lectorch (as a wheel), linked torch, ipykernel."""
-    import torch
+def _site_of(python: Path | str) -> Path:
+    return Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
 
+
+@pytest.fixture(scope="module")
+def kernel_torch() -> Path:
+    """The site-packages folder holding the torch the student's kernel already has."""
+    if os.environ.get("LECTORCH_BARE_TORCH") == "lock":
+        import torch
+
+        return Path(torch.__file__).parent.parent
+    newest = max(torch_matrix.RELEASES.values(), key=lambda v: tuple(map(int, v.split("."))))
+    base = getattr(sys, "_base_executable", sys.executable)
+    return _site_of(torch_matrix.torch_venv(torch_matrix.default_cache(), base, newest))
+
+
+@pytest.fixture(scope="module")
+def bare_kernel(tmp_path_factory, kernel_torch: Path):
+    """A kernelspec whose python is a fresh venv with lectorch (as a wheel), linked torch, ipykernel."""
     tmp = tmp_path_factory.mktemp("bare")
     venv = tmp / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
     _run([base, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    site = _site_of(python)
 
     here = Path(sysconfig.get_paths()["purelib"])
-    assert Path(torch.__file__).is_relative_to(here), "torch is not in this venv's site-packages"
     wheels = tmp / "wheels"
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels),
           str(ROOT)])
     wheel = next(wheels.glob("lectorch-*.whl"))
     links = tmp / "linked"
     links.mkdir()
-    linked = _closure([*LINKED, *_declared(wheel)])
-    assert not linked & {"lectorch", "myst-nb", "sphinx", "jupyter-book"}, linked
-    for name in linked:
-        for path in _top_level_paths(name, here):
-            if not (links / path.name).exists():
-                (links / path.name).symlink_to(path)
+    # torch and what it needs from the kernel's own torch first, then the rest from this environment
+    linked = {site_: _closure(names, site_) for site_, names in
+              ((kernel_torch, ["torch"]), (here, [*LINKED, *_declared(wheel)]))}
+    assert "torch" in linked[kernel_torch], f"no torch in {kernel_torch}"
+    for site_, names in linked.items():
+        assert not names & {"lectorch", "myst-nb", "sphinx", "jupyter-book"}, names
+        for name in names:
+            for path in _top_level_paths(name, site_):
+                if not (links / path.name).exists():
+                    (links / path.name).symlink_to(path)
     (site / "linked.pth").write_text(f"{links}\n")
 
     # the lock as constraints, but not for torch: the torch already there (this environment's, linked)
     # must be kept by pip because lectorch's range admits it, as in a student's kernel
+    # and not for what that torch itself requires (its own pins, which may differ from the lock's)
+    torch_dist = _distribution("torch", kernel_torch)
+    own = _closure(["torch"], kernel_torch)
     pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
-            if not lock.TORCH_STACK.match(line)]
+            if not lock.TORCH_STACK.match(line) and canonicalize_name(re.split(r"[=<>!~;\s]", line)[0]) not in own]
+    pins.append(f"torch=={torch_dist.version}")
     constraints = tmp / "constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")
     where = "import torch; print(torch.__version__, torch.__file__)"
@@ -128,10 +159,12 @@ def bare_kernel(tmp_path_factory):
     # a dry run first, so that a torch pip would replace is reported, never downloaded
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
                "-c", str(constraints), str(wheel)]
-    _run([*install[:6], "--dry-run", "--report", str(tmp / "report.json"), *install[6:]])
+    # a machine's pip configuration may cap torch (at the releases it keeps on disk): a student's has no cap
+    pip_env = dict(os.environ, PIP_CONSTRAINT=os.devnull)
+    _run([*install[:6], "--dry-run", "--report", str(tmp / "report.json"), *install[6:]], env=pip_env)
     planned = [i["metadata"]["name"] for i in json.loads((tmp / "report.json").read_text())["install"]]
     assert "torch" not in [name.lower() for name in planned], f"pip would replace the kernel's torch: {planned}"
-    _run(install)
+    _run(install, env=pip_env)
     assert _run([str(python), "-c", where], cwd=tmp).stdout == before, "installing lectorch changed torch"
     probe = _run([str(python), "-c", "import importlib.util as u; print([m for m in ('myst_nb', 'sphinx', "
                   "'jupyter_book', 'nbval') if u.find_spec(m)])"], cwd=tmp)

@@ -101,8 +101,8 @@ def test_tied_flops_value_is_counted_by_flop_counter_mode():
     assert check("backprop-tied-flops", lambda b, d, h: 10 * b * d * h).passed
 
 
-@pytest.mark.parametrize("factor, words", [(6, "6 × tokens × parameters"), (12, "x is data"),
-                                           (4, "forward pass alone"), (8, "input h")])
+@pytest.mark.parametrize("factor, words", [(6, "6 × tokens × parameters"), (12, "a gradient no one needs"),
+                                           (4, "forward pass alone"), (8, "a gradient the backward pass does need")])
 def test_tied_flops_slips_are_named(factor, words):
     value = factor * grading.B * grading.D * grading.H
     result = check("backprop-tied-flops", _const(value))

@@ -137,6 +137,11 @@ def test_function_outcomes(fixture_exercises):
     crash = check("t-double", lambda x: 1 / 0)
     assert crash.status == "error" and "ZeroDivisionError" in crash.message and "multiply by two" in crash.message
 
+    def view_error(x):
+        raise RuntimeError("view size is not compatible. Use .reshape(...) instead.")
+
+    assert "Use .reshape(...) instead. " in check("t-double", view_error).message  # one full stop, not two
+
     def stub(x):
         raise NotImplementedError
 

@@ -499,6 +499,29 @@ RED_TEAM = {
         "    for i, o in zip(widths, widths[1:]): y = y @ torch.zeros(i, o, device='meta', requires_grad=True)\n"
         "    Counted.flops[0] = 0; y.sum().backward(Counted(torch.ones((), device='meta')))\n"
         "    return Counted.flops[0]"), "__torch_dispatch__"),
+    # a sixth fresh red team: modules reached through another module's attribute, names split into
+    # string pieces; a class built by type() around a dispatch method named by pieces
+    "torch and threading reached through os.sys.modules": ("precision-bf16-257", (
+        "import os\n"
+        "_t = os.sys.modules['torch']\n"
+        "_th = os.sys.modules['thread' + 'ing']\n"
+        "def bf16_stores(n):\n"
+        "    box = []\n"
+        "    w = _th.Thread(target=lambda: box.append(float(_t.tensor(float(n), dtype=_t.bfloat16))))\n"
+        "    w.start(); w.join()\n"
+        "    return box[0]"), "os.sys.modules"),
+    "a dispatch mode built by type() from string pieces": ("backprop-mlp-backward", (
+        "import torch\n"
+        "def _count(self, func, types, args=(), kwargs=None):\n"
+        "    return func(*args, **(kwargs or {}))\n"
+        "Counter = type('C', (object,), {'__torch_' + 'dispatch__': _count})\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    return 0 if Counter else 1"), "type('C'"),
+    "ctypes reached as an attribute of torch": ("backprop-mlp-backward", (
+        "import torch\n"
+        "lib = torch.ctypes.CDLL(None)\n"
+        "def backward_flops(batch, widths, input_requires_grad=False):\n"
+        "    return 0 if lib else 1"), "torch.ctypes"),
     "numpy reached through einops' private backend": ("views-transpose-strides", (
         "from einops._backends import NumpyBackend\n"
         "xp = NumpyBackend().np\n"
@@ -509,6 +532,7 @@ RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "My
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
                  "init-leaky-std": "leaky_relu_std", "init-relu-depth": "relu_depth_std",
                  "device-allocated-peak": "predict_readings", "views-transpose-strides": "transposed_strides",
+                 "precision-bf16-257": "bf16_stores",
                  "views-storage-index": "storage_index", "views-permute-slice": "permute_slice_layout",
                  "scale-ckpt-time": "ckpt_time_ratio", "backprop-time-ratio": "backward_ratio",
                  "init-variant-params": "variant_params", "precision-log-softmax": "log_softmax",
@@ -593,7 +617,7 @@ def test_the_storage_index_is_asked_of_shapes_too_large_to_create():
 EXPR = {"precision-log-softmax": "log_softmax", "backprop-skip-grads": "skip_grads", "train-get-batch": "get_batch",
         "train-lr-at-step": "lr_at", "backprop-mlp-backward": "backward_flops", "precision-bf16-257": "bf16_stores",
         "flops-honest-timer": "time_call", "train-resume": "train_with_restart",
-        "train-accumulate": "accumulated_training"}
+        "train-accumulate": "accumulated_training", "scale-saved-bytes": "saved_bytes"}
 
 
 def notebook_of(ex_id: str, cells: list[str], expr: str | None = None) -> nbformat.NotebookNode:
@@ -817,6 +841,20 @@ def test_train_resume_must_really_crash_and_restore():
 
     result = check("train-resume", never_crashes)
     assert result.status == "failed" and "never wrote and read back a checkpoint" in result.message
+
+    def checkpoint_for_show(tokens, num_steps, crash_at=None):  # a sixth red team's: save, load, never crash
+        import os
+        import tempfile
+
+        import torch
+
+        with tempfile.TemporaryDirectory() as folder:
+            torch.save({"step": 0}, os.path.join(folder, "c.pt"))
+            torch.load(os.path.join(folder, "c.pt"), weights_only=True)
+        return honest(tokens, num_steps, None)
+
+    result = check("train-resume", checkpoint_for_show)
+    assert result.status == "failed" and "not at the crash" in result.message, result
 
 
 def test_train_accumulate_must_run_one_backward_per_micro_batch():
@@ -1101,7 +1139,7 @@ def test_strings_that_carry_code_are_findings_and_prose_is_not():
                  "__import__('importlib').reload(m)", b"cbuiltins\nexec\n", b"\x8c\x08builtins\x94\x8c\x04exec\x94"):
         assert rule.string(code), code
     for prose in ("cpu", "meta", "bfloat16", "{:.3f}", "ckpt.pt", "1e-3", "the softmax, e.g. by hand",
-                  "compile the code and exec it later"):
+                  "compile the code and exec it later", "log_softmax needs floating-point logits"):
         assert rule.string(prose) is None, prose
 
 
@@ -1119,6 +1157,29 @@ FRESH = {
                                               "with torch._C.DisableTorchFunction():\n"
                                               "    n = torch.empty(2, device='meta').nbytes\n"
                                               "tensor_nbytes = lambda shape, dtype: n", "aten::empty"),
+    # a sixth fresh red team: work handed to a thread or a process, modes and hooks where no tensor may be made
+    "a thread": ("precision-bf16-257", "import threading\n"
+                 "t = threading.Thread(target=print)\nstarted = t.start()\nbf16_stores = lambda n: started", "can't start new thread"),
+    "a subprocess": ("precision-bf16-257", "import subprocess\n"
+                     "done = subprocess.run(['true'])\nbf16_stores = lambda n: done", "Operation not permitted"),
+    "a program in place of this one": ("precision-bf16-257", "import os, sys\n"
+                                       "gone = os.execv(sys.executable, [sys.executable, '-c', 'pass'])\nbf16_stores = lambda n: gone",
+                                       "Operation not permitted"),
+    "a dispatch mode where no tensor may be made": ("backprop-mlp-backward", (
+        "from torch.utils._python_dispatch import TorchDispatchMode\n"
+        "class Count(TorchDispatchMode):\n"
+        "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+        "        return func(*args, **(kwargs or {}))\n"
+        "entered = Count().__enter__()\n"
+        "backward_flops = lambda batch, widths, input_requires_grad=False: entered"), "_push_on_torch_dispatch_stack"),
+    "saved-tensor hooks where no tensor may be made": ("scale-saved-bytes", (
+        "import torch\n"
+        "hooks = torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()\n"
+        "saved_bytes = lambda *a, **k: hooks"), "_push_saved_tensors_default_hooks"),
+    "the dispatch key excluded": ("backprop-mlp-backward", (
+        "import torch\n"
+        "g = torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python))\n"
+        "backward_flops = lambda batch, widths, input_requires_grad=False: g"), "_ExcludeDispatchKeyGuard"),
     "autograd's engine": ("backprop-skip-grads", "import torch\n"
                           "from torch.autograd.graph import _engine_run_backward as run\n"
                           "w = torch.ones(2, requires_grad=True)\n"
@@ -1142,3 +1203,41 @@ def test_the_fresh_process_still_runs_honest_torch_code():
               "y = z - z.exp().sum(-1, keepdim=True).log()\n"
               "log_softmax = lambda logits: y")
     assert _fresh_errors(notebook_of("precision-log-softmax", [source]), "precision-log-softmax", "log_softmax") == []
+
+
+#: honest answers a sixth red team wrote that the review flagged: a message naming the routine, the
+#: answer's own backward method, (1/√2)ⁿ written with exp and log
+HONEST_VARIANTS = {
+    "a message naming the routine": ("precision-log-softmax", (
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    if not logits.is_floating_point():\n"
+        "        raise TypeError('log_softmax needs floating-point logits')\n"
+        "    z = logits - logits.amax(-1, keepdim=True)\n"
+        "    return z - z.exp().sum(-1, keepdim=True).log()")),
+    "its own backward method": ("backprop-skip-grads", (
+        "class ReLU:\n"
+        "    def forward(self, z):\n"
+        "        self.mask = z > 0\n"
+        "        return z * self.mask\n"
+        "    def backward(self, g):\n"
+        "        return g * self.mask\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    relu = ReLU()\n"
+        "    h = relu.forward(x @ w1) + x\n"
+        "    g = w2.new_ones(x.shape[0], w2.shape[1])\n"
+        "    grad_w2 = h.T @ g\n"
+        "    grad_w1 = x.T @ relu.backward(g @ w2.T)\n"
+        "    return grad_w1, grad_w2")),
+    "exp and log": ("init-relu-depth", (
+        "import math\n"
+        "def relu_depth_std(blocks):\n"
+        "    return math.exp(-0.5 * blocks * math.log(2))")),
+}
+
+
+@pytest.mark.parametrize("who", HONEST_VARIANTS)
+def test_honest_variants_have_no_finding(who):
+    ex_id, source = HONEST_VARIANTS[who]
+    expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
+    assert findings_of(notebook_of(ex_id, [source], expr), ex_id, expr) == []

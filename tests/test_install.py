@@ -181,5 +181,5 @@ def test_system_torch_from_a_venvs_python_sees_that_venvs_torch(tmp_path):
                           capture_output=True, text=True, check=True).stdout
     assert Path(seen).resolve().is_relative_to(Path(torch.__file__).resolve().parent.parent)
     # the base Python's own packages stay visible too, behind both
-    base = _make("--eval", "outer: ; @$(PYTHON) -c '$(OUTER_SITE)'", "outer", f"PYTHON={sys.base_prefix}/bin/python3")
+    base = _make("--eval", "outer: ; @$(PYTHON) -c '$(OUTER_SITE)'", "outer", f"PYTHON={sys._base_executable}")
     assert base.stdout == "" and base.returncode == 0  # a plain Python: nothing to add

@@ -208,12 +208,13 @@ def _chapter(classname: str) -> str | None:
 
 
 def unit_selection() -> list[str]:
-    """`make unit`'s pytest arguments (the Makefile's NOTEBOOK_TESTS are left out), without ruff."""
-    out = subprocess.run(["make", "--no-print-directory", "-s", "--eval", "print-notebook-tests: ; @echo $(NOTEBOOK_TESTS)",
-                          "print-notebook-tests"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    """`make unit`'s pytest arguments (the Makefile's UNIT_MARKERS), without ruff."""
+    markers = subprocess.run(["make", "--no-print-directory", "-s", "--eval", "print-unit-markers: ; @echo $(UNIT_MARKERS)",
+                              "print-unit-markers"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    if not markers:
+        raise SystemExit("the Makefile has no UNIT_MARKERS: make unit's selection is what this tool runs")
     # tests/test_support.py checks this tool's committed result, not the torch at hand
-    return ["lectorch", "tests", "-m", "not book and not browser and not slow", "--ignore=tests/test_support.py",
-            *[f"--ignore=tests/{name}" for name in out.split()]]
+    return ["lectorch", "tests", "-m", markers, "--ignore=tests/test_support.py"]
 
 
 def _test_file(classname: str) -> str | None:

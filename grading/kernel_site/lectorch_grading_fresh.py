@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -81,7 +82,35 @@ def _remove(spec: dict | None):
     # torch's Python layer, where torch-function modes and their switches do not reach
     _Operators(frozenset(o.strip("_") for o in spec.get("ops", ())), bool(spec.get("no_tensors")),
                what, RefusedShortcut).__enter__()
+    if spec.get("no_tensors"):
+        _seal_dispatch(raiser)
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
+
+
+#: torch's switches that would take an operator past the refusing dispatch mode (pop it, push a mode
+#: above it, exclude its dispatch key, call a kernel directly) or hook what autograd saves.
+_DISPATCH_SWITCH = re.compile(r"Guard$|^_?(Disable|Enable|Auto|Restore|Preserve|Set)|_set_|_unset_|_push_|_pop_"
+                              r"|_call_boxed")
+
+
+def _seal_dispatch(raiser) -> None:
+    """Where no tensor may be made: the switches of :data:`_DISPATCH_SWITCH` replaced by raisers in
+    ``torch._C`` and in every module that holds one (the refusing mode is on the stack already)."""
+    import torch
+
+    switches = {}
+    for owner, prefix in ((torch._C, "torch._C"), (torch._C._autograd, "torch._C._autograd")):
+        for name in dir(owner):
+            if (_DISPATCH_SWITCH.search(name) and "torch_function" not in name
+                    and re.search(r"ispatch|FuncTorch|Python|saved_tensors", name)):
+                obj = getattr(owner, name)
+                switches[id(obj)] = (obj, raiser(f"{prefix}.{name}"))  # obj held: its id stays its own
+    for module in list(sys.modules.values()):
+        space = getattr(module, "__dict__", None)
+        if isinstance(space, dict):
+            for key, value in list(space.items()):
+                if id(value) in switches:
+                    space[key] = switches[id(value)][1]
 
 
 def _remove_engine(refused) -> None:
@@ -135,14 +164,65 @@ def _Operators(ops: frozenset, no_tensors: bool, what: str, refused: type):
     return Operators()
 
 
+#: What the answer's process may not do, whatever Python it runs: start a thread or a process (the
+#: refusals above hold in this thread, and a new process would have none), replace itself with
+#: another program, or reach into another process.
+NO_NEW_TASKS = ("clone", "clone3", "fork", "vfork", "execve", "execveat", "ptrace",
+                "process_vm_readv", "process_vm_writev")
+
+
+def _no_new_tasks() -> None:
+    """The kernel refuses :data:`NO_NEW_TASKS` to this process from now on (seccomp, through
+    libseccomp: EPERM, so a thread or a subprocess raises in Python). torch's own threads are not
+    needed: its intra-op pool is one thread (the caller)."""
+    import ctypes
+    import errno
+
+    import torch
+
+    torch.set_num_threads(1)  # a parallel region would need new threads, which cannot start now
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError as err:
+        raise RuntimeError("the grader needs libseccomp (Debian: apt install libseccomp2) to keep an "
+                           f"answer from starting threads or processes: {err}") from None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM  # SCMP_ACT_ALLOW, SCMP_ACT_ERRNO(EPERM)
+    ctx = lib.seccomp_init(allow)  # other ABIs (i386, x32) are killed: libseccomp's default
+    if not ctx:
+        raise RuntimeError("libseccomp could not make a filter")
+    for name in NO_NEW_TASKS:
+        number = lib.seccomp_syscall_resolve_name(name.encode())
+        if number >= 0 and lib.seccomp_rule_add(ctx, deny, number, 0) != 0:
+            raise RuntimeError(f"libseccomp could not refuse {name}")
+    if lib.seccomp_load(ctx) != 0:
+        raise RuntimeError("libseccomp could not load its filter")
+    try:  # fail closed: the answer does not run where a process could still start
+        pid = os.fork()
+    except PermissionError:
+        return
+    if pid == 0:
+        os._exit(0)
+    raise RuntimeError("the filter did not stop a new process")
+
+
 def _namespace(item: dict) -> tuple[dict, list[dict]]:
-    """In a forked child: remove what the exercise forbids, then run the program the grader built
-    from the notebook (statement by statement; a failing one does not stop the rest). Returns the
-    namespace and the statements that raised (their cell, line and error)."""
+    """In a forked child: remove what the exercise forbids and refuse new threads and processes,
+    then run the program the grader built from the notebook (statement by statement; a failing one
+    does not stop the rest). Returns the namespace and the statements that raised (their cell, line
+    and error)."""
     import ast
     import contextlib
 
     no_tensors = _remove(item.get("refuse"))
+    try:
+        _no_new_tasks()
+    except RuntimeError as err:  # nothing of the student's runs: the grade names the grader's problem
+        return {}, [{"cell": 0, "line": 0, "error": f"the grader: {err}"[:200]}]
     namespace: dict[str, Any] = {"__name__": "__main__"}
     origins = item.get("origins") or []
     errors = []

@@ -482,7 +482,9 @@ def judge_cases(ex: Exercise, cases: list[tuple[Any, str | None, str]],
             if raises is not None and raises in outcome.names:
                 continue
             kind = outcome.names[0] if outcome.names else tr("an error")
-            return "error", tr("{where}: your function raised {kind}: {message}.").format(where=where, kind=kind, message=outcome.message[:200])
+            # the sentence's own full stop ends it: torch's messages often end with one of their own
+            message = outcome.message[:200].rstrip().rstrip(".。")
+            return "error", tr("{where}: your function raised {kind}: {message}.").format(where=where, kind=kind, message=message)
         if outcome.kind == "unreadable":
             status, message = judge_unreadable(outcome.message)
             return status, f"{where}: {message}"

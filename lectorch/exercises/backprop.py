@@ -72,6 +72,7 @@ register(
         title="backward_flops(batch, widths, input_requires_grad=False) of a stack of linear layers",
         kind="function",
         refuse_what="the backward FLOP count",
+        no_tensors=True,
         refuse=(
             "lectorch.backprop.mlp_flops",
             "lectorch.backprop.cruncher_flops",
@@ -139,9 +140,9 @@ register(
               "is data."),
         slips={
             "6-tokens-parameters": "that is the 6 × tokens × parameters rule; the rule assumes one use per parameter.",
-            "x-data-encoder": "x is data: the encoder's input gradient is never computed.",
+            "x-data-encoder": "that counts a gradient no one needs: which inputs of the two matmuls require one?",
             "forward-pass-alone": "that is the forward pass alone.",
-            "decoder-needs-gradient": "the decoder needs the gradient of its input h too, not only of W.",
+            "decoder-needs-gradient": "that leaves out a gradient the backward pass does need: which inputs of the two matmuls require one?",
         },
     )
 )

@@ -67,7 +67,7 @@ def _direction(got: int, expected) -> str:
     from lectorch.exercises.seal import how_far
 
     if not got:
-        return tr("it is 0.")
+        return tr("yours is 0, but these events do allocate memory; count each tensor's whole allocator blocks.")
     return tr("{how_far}; count each tensor's whole allocator blocks.").format(how_far=how_far(got, expected))
 
 

@@ -154,7 +154,8 @@ EQUIVALENTS = {
     # a formula of two numbers: numerical integration of the Gaussian (and the constants and exp
     # that a hand-written one needs) reaches the tolerance without the derivation
     "init-leaky-std": ("calculate_gain", "kaiming_normal_", "kaiming_uniform_", "init_std", *_GAUSSIAN_BY_NUMBERS),
-    "init-relu-depth": _GAUSSIAN_BY_NUMBERS,
+    # (exp and e stay: (1/√2)ⁿ written as exp(-n·ln 2 / 2) is the derivation)
+    "init-relu-depth": tuple(n for n in _GAUSSIAN_BY_NUMBERS if n not in ("exp", "expm1", "exp2", "e")),
 }
 #: random draws: in an exercise answered without tensors (a prediction, a formula) they are a
 #: simulation standing in for the reasoning
@@ -488,10 +489,35 @@ class _Aliases:
 
 
 def _canonical(path: str) -> str:
+    """``path`` under the names of the modules it passes through: ``np.`` is ``numpy.``, and a
+    module reached as another's attribute goes by its own name (``os.sys.modules`` is
+    ``sys.modules``, ``torch.ctypes`` is ``ctypes``)."""
     for short, long in (("np.", "numpy."), ("F.", "torch.nn.functional."), ("nn.", "torch.nn.")):
         if path.startswith(short):
-            return long + path[len(short):]
+            path = long + path[len(short):]
+            break
+    parts = path.split(".")
+    for cut in range(len(parts), 1, -1):
+        obj = _lookup(".".join(parts[:cut]))
+        if isinstance(obj, types.ModuleType) and obj.__name__ != ".".join(parts[:cut]):
+            return ".".join([obj.__name__, *parts[cut:]])
     return path
+
+
+#: modules that the allowed ones expose under another name (``os.path`` is ``posixpath``)
+_ALLOWED_UNDER_ANOTHER_NAME = frozenset({"posixpath", "ntpath", "genericpath", "_collections_abc", "_operator",
+                                         "_functools", "_json", "_struct", "_bisect", "_heapq", "_random"})
+
+
+def _unexpected_module(path: str) -> str | None:
+    """Why ``path`` reaches a module that an answer may not import, through another module (``os.sys``), or None."""
+    top = _canonical(path).split(".")[0]
+    if top in ALLOWED_MODULES or top in _ALLOWED_UNDER_ANOTHER_NAME or path.split(".")[0] == top:
+        return None
+    if isinstance(sys.modules.get(top), types.ModuleType):
+        return tr("reaches the module {module} through another ({path}), which the grader does not expect "
+                  "in this exercise").format(module=top, path=path)
+    return None
 
 
 def _library(path: str) -> bool:
@@ -564,8 +590,8 @@ class _Forbidden:
         text = value.decode("latin-1") if isinstance(value, bytes) else value
         if "__builtin__" in text:  # a pickle's GLOBAL opcode, protocol 0-2
             return tr("a string names the builtins")
-        # prose ("the backward pass", "e.g.") names nothing: a lone word counts where the string is
-        # code-like (no spaces: a name, a pickle's opcodes) or the word is an identifier with "_"
+        # prose ("the backward pass", "log_softmax needs floats") names nothing: a lone word counts
+        # where the string is code-like (no spaces: a name, a pickle's opcodes)
         code_like = isinstance(value, bytes) or " " not in text.strip()
         for token in _TOKEN.findall(text):
             parts = [p for p in token.split(".") if p]
@@ -575,7 +601,7 @@ class _Forbidden:
             for part in parts:
                 if len(parts) > 1 and len(part) < 3:
                     continue
-                if not (code_like or "_" in part):
+                if not code_like:
                     continue
                 if part in ESCAPE_BUILTINS or part in ESCAPE_ATTRIBUTES or part in _ESCAPE_MODULES:
                     return tr("a string names `{name}`, an escape hatch").format(name=part)
@@ -614,6 +640,11 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
     aliases = _Aliases(s.node for s in program.statements)
     findings: list[Finding] = list(program.unresolved)
     seen: set[tuple[int, int, str]] = set()
+    # in gradients by hand, the answer's own methods: `relu.backward(g)` of its own class is not
+    # autograd's (whose engine does not exist while the answer is graded)
+    own = {n.name for s in program.statements for n in ast.walk(s.node)
+           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.trusted
+           } if program.exercise in AUTOGRAD_BY_HAND else set()
 
     def add(statement: _Statement, node: ast.AST, why: str) -> None:
         f = _line(statement, node)
@@ -646,6 +677,9 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         add(statement, node, tr("imports {module}, which the grader does not expect in this exercise").format(
                             module=module))
                 continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
+                    and len(node.args) == 3 and "type" not in aliases.paths:  # its methods named by strings
+                add(statement, node, tr("`type` with three arguments builds a class from names in strings"))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ESCAPE_ATTRIBUTES:
                 add(statement, node, f"`{node.name}` {tr(ESCAPE_ATTRIBUTES[node.name])}")  # def __torch_dispatch__
             if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in docs:
@@ -687,11 +721,12 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
             path = aliases.dotted(node)
             if path is None:
                 # a method of an unknown object (a tensor, type(x)...): forbidden by its name
-                if isinstance(node, ast.Attribute) and (node.attr in rules.last or node.attr.lstrip("_") in rules.last):
+                if isinstance(node, ast.Attribute) and node.attr not in own and (
+                        node.attr in rules.last or node.attr.lstrip("_") in rules.last):
                     add(statement, node, tr("uses .{name}, which does what this exercise asks you to write").format(
                         name=node.attr))
                 continue
-            why = _escape(path) or rules.path(path) or rules.random(path)
+            why = _escape(path) or rules.path(path) or rules.random(path) or _unexpected_module(path)
             if why is None and _canonical(path) in LOADERS:
                 why = _unsafe_load(_canonical(path), parents.get(id(node)) if id(node) in called else None)
             if why is None and rules.no_tensors and _canonical(path).split(".")[0] in ("torch", "numpy") \

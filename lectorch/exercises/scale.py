@@ -40,6 +40,7 @@ register(
         title="saved_bytes(batch_size, context_length, dim, num_layers, vocab_size, checkpointing)",
         kind="function",
         refuse_what="the count of saved bytes",
+        no_tensors=True,
         refuse=(
             "lectorch.train.predicted_saved_bytes",
             "lectorch.step_memory.saved_tensors",

@@ -459,7 +459,9 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
 
     kinds = (torch.nn.Module, torch.optim.Optimizer, torch.Generator, torch.Tensor)
     before: set[int] = set()
-    log = {"saves": 0, "loads": 0, "optimizer_steps": 0, "backward_calls": 0, "num_steps": args[1] if len(args) > 1 else None}
+    log = {"saves": 0, "loads": 0, "optimizer_steps": 0, "backward_calls": 0, "num_steps": args[1] if len(args) > 1 else None,
+           "crash_at": args[2] if len(args) > 2 else kwargs.get("crash_at"),
+           "saved_after": [], "loaded_after": []}  # the optimizer steps taken at each save and load
     real_save, real_load, real_backward = torch.save, torch.load, torch.autograd.backward
 
     def lose_memory() -> None:
@@ -483,12 +485,14 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
 
     def save(*a, **k):
         log["saves"] += 1
+        log["saved_after"].append(log["optimizer_steps"])
         done = real_save(*a, **k)
         lose_memory()  # the machine dies once the checkpoint is on disk
         return done
 
     def load(*a, **k):
         log["loads"] += 1
+        log["loaded_after"].append(log["optimizer_steps"])
         return real_load(*a, **k)
 
     def backward(*a, **k):
@@ -517,6 +521,12 @@ def _compare_resume(got: Any, expected: dict) -> str | None:
             return (tr("your run never wrote and read back a checkpoint: at step crash_at it must save (torch.save), "
                    "start over from a fresh model, optimizer and generators, and load (torch.load), as the snippet "
                    "does."))
+        crash = got.get("crash_at")
+        if isinstance(crash, int) and "saved_after" in got and (
+                crash not in got["saved_after"] or crash not in got.get("loaded_after", ())):
+            return (tr("your run wrote and read back a checkpoint, but not at the crash: the machine dies right after "
+                       "the checkpoint of step crash_at = {crash} is written (after {crash} optimizer steps), and the "
+                       "run must go on from what load reads back.").format(crash=crash))
         steps = got.get("num_steps")
         if isinstance(steps, int) and (got.get("optimizer_steps", steps) > steps or got.get("backward_calls", steps) > steps):
             return (tr("your run took {optimizer} optimizer steps and {backward} backward passes for {steps} steps: "
