@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import math
-import pathlib
 import re
 
 import pytest
@@ -21,11 +20,10 @@ import lectorch
 from lectorch.exercises import Sealed, check, compare, exercises, get_exercise, within
 from lectorch.exercises.refuse import RefusedShortcut, refusing
 from lectorch.train import cosine_lr as _alias_cosine_lr
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-from grading import expected_values, topic_modules  # noqa: E402
-from grading.device import time_copy  # noqa: E402
-from test_exercises_flops import time_call  # noqa: E402  (the honest timer those tests use)
+from grading import expected_values, topic_modules
+from grading.device import time_copy
+from _answers.flops import time_call  # the honest timer the flops tests use
+from _paths import ROOT
 
 PLAIN = expected_values(topic_modules())
 

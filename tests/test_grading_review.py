@@ -889,8 +889,13 @@ def _fresh_errors(nb, ex_id: str, expr: str) -> list[dict]:
     import json
     import os
 
-    sys.path.insert(0, str(ROOT / "grading" / "kernel_site"))
-    import lectorch_grading_fresh as fresh
+    import importlib.util
+
+    # the kernel's own module, loaded from its file (the kernel finds it on its sys.path)
+    spec = importlib.util.spec_from_file_location(
+        "lectorch_grading_fresh", ROOT / "grading" / "kernel_site" / "lectorch_grading_fresh.py")
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
 
     program = engine.build(nb, ex_id, expr)
     item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
