@@ -11,7 +11,7 @@ import pytest
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.device import SimulatedStream
 
-from grading import device as grading  # noqa: E402
+from grading.topics import device as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 from _answers.device import (
     honest_readings, unrounded, peak_is_final, frees_ignored, rounded_total, as_given, no_warm_up,

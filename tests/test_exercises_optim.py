@@ -12,7 +12,7 @@ from lectorch import optim, step_memory
 from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises.optim import optimizer_trainer
 
-from grading import optim as grading  # noqa: E402
+from grading.topics import optim as grading  # noqa: E402
 from _practice import practised  # noqa: E402
 from _answers.optim import (
     Stub, NoEps, TwoBuffers, NoClosure, Rebinds, SumNotAverage, RMSProp, OutOfPlaceRMSProp, adamw_step,

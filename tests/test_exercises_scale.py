@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-import grading.scale as grading
+from grading.topics import scale as grading
 from lectorch import hardware
 from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises import scale as ex

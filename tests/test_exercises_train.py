@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import grading.train as grading
+from grading.topics import train as grading
 from lectorch.exercises import check, get_exercise
 from lectorch.exercises import train as ex
 from lectorch.models import TinyLM

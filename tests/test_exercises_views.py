@@ -13,7 +13,7 @@ import lectorch
 from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import views as ex_views
 from lectorch.views import contiguous_strides
-from grading import views as grading
+from grading.topics import views as grading
 from _practice import practised  # noqa: E402
 from _answers.views import (
     transposed_strides, merge_heads, merge_heads_buggy,

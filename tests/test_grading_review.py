@@ -556,7 +556,7 @@ def test_finite_differences_cannot_finish_the_wide_skip_grads_case():
     torch), while the chain rule passes it exactly."""
     import random
 
-    from grading import backprop
+    from grading.topics import backprop
 
     from lectorch.exercises import compare, get_exercise, run_case
 
@@ -574,7 +574,7 @@ def test_the_storage_index_is_asked_of_shapes_too_large_to_create():
     """A simulation of the storage (nested lists, an arange) cannot hold these; the strides can."""
     import random
 
-    from grading import views
+    from grading.topics import views
 
     from lectorch.exercises.seal import practice_cases
 

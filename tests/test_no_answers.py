@@ -32,7 +32,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-from grading import expected_values, hidden_cases  # noqa: E402
+from grading import expected_values, hidden_cases, load_topics  # noqa: E402
 from lectorch.exercises import exercises  # noqa: E402
 
 #: extra folders to scan, e.g. a class edition built elsewhere
@@ -152,27 +152,16 @@ KNOWN = {
 FROM_THE_STUDENTS_OWN_CODE = {"train-resume"}
 
 
-def _grading_modules() -> dict:
-    """The grading modules, imported once per test run (``topic_modules`` re-executes them)."""
-    import importlib
-
-    import grading
-
-    names = [p.stem for p in sorted(grading.GRADING_DIR.glob("*.py"))
-             if not p.stem.startswith("_") and p.stem not in grading._NOT_TOPICS]
-    return {name: importlib.import_module(f"grading.{name}") for name in names}
-
-
 @pytest.fixture(scope="module")
 def secrets() -> dict:
-    modules = _grading_modules()
-    values = {ex_id: v for ex_id, v in expected_values(modules).items()
+    topics = load_topics()
+    values = {ex_id: v for ex_id, v in expected_values(topics).items()
               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     hidden: dict[str, list[tuple[float, int]]] = {}
     for ex_id, ex in exercises().items():
         if ex.kind != "function" or ex_id in FROM_THE_STUDENTS_OWN_CODE:
             continue
-        for case in hidden_cases(modules, ex_id, random.Random(f"scan:{ex_id}")):
+        for case in hidden_cases(topics, ex_id, random.Random(f"scan:{ex_id}")):
             inputs = set(_leaves((case.args, case.kwargs)))
             hidden.setdefault(ex_id, []).extend(
                 (x, digits) for x, digits in _hidden_leaves(case.expected) if _worth_scanning(x) and x not in inputs)

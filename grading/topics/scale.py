@@ -17,6 +17,7 @@ from lectorch.flops import count_flops
 from lectorch.models import TinyLM
 from lectorch.step_memory import saved_tensors
 from lectorch.train import lm_loss, predicted_saved_bytes
+from grading.topics import Topic
 
 
 def _step_flops(checkpointing: bool, m: dict = ex.CKPT_TIME_MODEL) -> int:
@@ -154,3 +155,6 @@ PRACTICE = {
     "scale-int4-bytes": lambda: [Case(args=s, expected=int4_bytes(*s), description=d) for s, d in [
         ((7e9, 128), "7B parameters, groups of 128"), ((1e9, 32), "1B parameters, groups of 32")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)
