@@ -14,10 +14,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import grade  # noqa: E402
-import grading  # noqa: E402
-from grading import cgroups, sandbox  # noqa: E402
+from grading import grade
+import grading
+from grading import cgroups, sandbox
 
 HAVE_BWRAP = sandbox.bwrap_works()
 CGROUP = cgroups.probe()[0]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 
-import grading  # noqa: E402
-from lectorch.exercises import get_exercise  # noqa: E402
+import grading
+from lectorch.exercises import get_exercise
 
 
 @functools.lru_cache(maxsize=None)

@@ -29,7 +29,7 @@ from source_imports import imports, python_of_cell
 
 import lock
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 CHAPTERS = ["00_napkin_math"]
 #: Linked (not installed) into the bare venv, with everything they depend on.
 LINKED = ("torch", "ipykernel")

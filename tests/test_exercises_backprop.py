@@ -10,8 +10,8 @@ import pytest
 from lectorch.backprop import mlp_flops
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-from grading.topics import backprop as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import backprop as grading
+from _practice import practised
 from _answers.backprop import (
     backward_flops, forward_flops, skip_grads, no_skip_in_w2, no_relu_mask, mask_at_zero_is_one, swapped,
     skip_into_w1,

@@ -11,8 +11,8 @@ import pytest
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.device import SimulatedStream
 
-from grading.topics import device as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import device as grading
+from _practice import practised
 from _answers.device import (
     honest_readings, unrounded, peak_is_final, frees_ignored, rounded_total, as_given, no_warm_up,
     no_final_sync, no_sync_before_start, sync_inside_but_cold,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-import grading  # noqa: E402
-from grading import judge  # noqa: E402
-from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402
+import grading
+from grading import judge
+from lectorch.exercises import Sealed, check, exercises, reset_attempts
 
 ASKED = sorted(i for i, ex in exercises().items()
                if ex.kind != "function" and ex.takes_function and isinstance(ex.expected, Sealed)

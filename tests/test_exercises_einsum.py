@@ -13,7 +13,7 @@ import lectorch
 from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import einsum as ex_einsum
 from grading.topics import einsum as grading
-from _practice import practised  # noqa: E402
+from _practice import practised
 from _answers.einsum import (
     gqa_scores, center_buggy, center,
 )

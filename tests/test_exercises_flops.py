@@ -13,7 +13,7 @@ import lectorch
 from lectorch.exercises import compare, Sealed, get_exercise, run_case
 from lectorch.exercises import flops as ex_flops
 from grading.topics import flops as grading
-from _practice import practised  # noqa: E402
+from _practice import practised
 from _answers.flops import (
     matmul_mfu, smallest_compute_bound_n, time_call, time_call_stub, synced_mean, cold_median,
 )

@@ -7,7 +7,6 @@ These tests register their own fixture exercises, so they do not depend on the c
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +16,6 @@ from lectorch import exercises
 from lectorch.exercises import (CHECK_MIME, Case, Exercise, GeneratorSeed, Sealed, check, register,
                                 reset_attempts)
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

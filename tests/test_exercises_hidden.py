@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import pathlib
 import random
 import re
 import struct
@@ -36,10 +35,9 @@ from lectorch.transfer import pcie_bytes_per_s
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.views import COPY_QUIZ
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-import grading  # noqa: E402
-from grading import expected_values, harness, judge, load_topics  # noqa: E402
-from _practice import practice_answers, practised  # noqa: E402
+import grading
+from grading import expected_values, harness, judge, load_topics
+from _practice import practice_answers, practised
 
 TOPICS = load_topics()
 PLAIN = expected_values(TOPICS)

@@ -12,8 +12,8 @@ from torch import nn
 
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-from grading.topics import init as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import init as grading
+from _practice import practised
 from _answers.init import (
     fixed, the_buggy_stub, absolute_bounds, wrong_axis, std_not_scaled, two_std, variance_as_std,
     leaky_relu_std,

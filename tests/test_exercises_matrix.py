@@ -22,11 +22,11 @@ import tempfile
 import pytest
 import torch
 
-import grading  # noqa: E402
-from grading.case_seals import references  # noqa: E402
-from lectorch.dtypes import bytes_per_element  # noqa: E402
-from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case  # noqa: E402
-from lectorch.exercises import seal as sealed_cases  # noqa: E402
+import grading
+from grading.case_seals import references
+from lectorch.dtypes import bytes_per_element
+from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case
+from lectorch.exercises import seal as sealed_cases
 
 CASES = sealed_cases.stored_data()["cases"]
 

@@ -12,8 +12,8 @@ from lectorch import optim, step_memory
 from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises.optim import optimizer_trainer
 
-from grading.topics import optim as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import optim as grading
+from _practice import practised
 from _answers.optim import (
     Stub, NoEps, TwoBuffers, NoClosure, Rebinds, SumNotAverage, RMSProp, OutOfPlaceRMSProp, adamw_step,
     no_bias_correction, l2_inside_the_moments, bias_correction_one_step_late,

@@ -11,8 +11,8 @@ import torch
 
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 
-from grading.topics import precision as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import precision as grading
+from _practice import practised
 from _answers.precision import (
     no_max, bf16_throughout, global_max, log_of_softmax, wrong_dim,
 )

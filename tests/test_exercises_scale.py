@@ -13,7 +13,7 @@ from lectorch import hardware
 from lectorch.exercises import check, compare, get_exercise, run_case
 from lectorch.exercises import scale as ex
 from lectorch.train import measure_step, predicted_saved_bytes
-from _practice import practised  # noqa: E402
+from _practice import practised
 from _answers.scale import saved_bytes
 
 

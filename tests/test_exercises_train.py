@@ -7,7 +7,6 @@ import json
 import math
 import random
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,12 +15,11 @@ from grading.topics import train as grading
 from lectorch.exercises import check, get_exercise
 from lectorch.exercises import train as ex
 from lectorch.models import TinyLM
-from _practice import practised  # noqa: E402
+from _practice import practised
 from _answers.train import (
     get_batch, lr_at, accumulated_training, buggy_accumulation, resumable,
 )
-
-
+from _paths import ROOT
 
 
 def _const(value):
@@ -247,7 +245,7 @@ def test_hidden_cases_pass_with_the_reference_and_fail_a_wrong_variant(exercise_
 
 def test_the_page_and_the_checker_state_the_tolerance_the_checker_uses():
     """RESUME_TOL is the one source; ch09's exercise text and the checker's summary quote it."""
-    page = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "09_training_loop.ipynb").read_text())
+    page = json.loads((ROOT / "chapters" / "09_training_loop.ipynb").read_text())
     exercise = next("".join(c["source"]) for c in page["cells"] if ":label: ex-train-resume" in "".join(c["source"]))
     for text in (exercise, get_exercise("train-resume").summary):
         stated = re.findall(r"within (\d(?:\.\d+)?e-\d+)", text)

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import attack_public_seals as attack  # noqa: E402
-from grading import expected_values, load_topics  # noqa: E402
-from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402
-from lectorch.exercises.views import COPY_QUIZ  # noqa: E402
+from _paths import ROOT
+import attack_public_seals as attack
+from grading import expected_values, load_topics
+from lectorch.exercises import Sealed, check, exercises, reset_attempts
+from lectorch.exercises.views import COPY_QUIZ
 
 #: the attack's first step, the power of ten: both signs, ±40 (as ``recover`` counts it)
 DECADE_TRIES = attack.DECADE_TRIES

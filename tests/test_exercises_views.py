@@ -14,7 +14,7 @@ from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import views as ex_views
 from lectorch.views import contiguous_strides
 from grading.topics import views as grading
-from _practice import practised  # noqa: E402
+from _practice import practised
 from _answers.views import (
     transposed_strides, merge_heads, merge_heads_buggy,
 )

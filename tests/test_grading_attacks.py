@@ -20,13 +20,13 @@ import nbformat
 import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import grade  # noqa: E402
-import grading  # noqa: E402
-from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402
+from _paths import ROOT
+from grading import grade
+import grading
+from grading import cgroups, collect, fstree, readback, report as reports, sandbox
 
-from _graded_class import EVIL_NAME, LIMIT_GIB, TIMEOUT, marked_processes, sha  # noqa: E402
-from _grading_course import (CGROUP, HAVE_BWRAP, honest, make_course, needs_bwrap, notebook, run_grader, status_of) # noqa: E402
+from _graded_class import EVIL_NAME, LIMIT_GIB, TIMEOUT, marked_processes, sha
+from _grading_course import (CGROUP, HAVE_BWRAP, honest, make_course, needs_bwrap, notebook, run_grader, status_of)
 
 # grades a class in sandboxed kernels: left out of `make unit`
 pytestmark = pytest.mark.slow

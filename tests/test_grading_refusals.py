@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from grading import grader, harness  # noqa: E402
+from grading import grader, harness
 
 
 def test_the_plan_carries_each_exercises_refusals():

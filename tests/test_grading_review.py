@@ -6,16 +6,15 @@ passes; the grading seed stays secret (grading.grading_key, KeyedRandom)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import grading  # noqa: E402
-from grading import review, sandbox  # noqa: E402
-from lectorch.exercises import review as engine  # noqa: E402
-from lectorch.exercises import check, refusals  # noqa: E402
+from _paths import ROOT
+import grading
+from grading import review, sandbox
+from lectorch.exercises import review as engine
+from lectorch.exercises import check, refusals
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 

@@ -9,11 +9,11 @@ import inspect
 
 import pytest
 
-import grading  # noqa: E402
-from grading import grader, harness  # noqa: E402
-from grading.judge import judge  # noqa: E402
-from grading.topics.device import time_copy  # noqa: E402
-from lectorch.exercises import get_exercise  # noqa: E402
+import grading
+from grading import grader, harness
+from grading.judge import judge
+from grading.topics.device import time_copy
+from lectorch.exercises import get_exercise
 from _answers.flops import time_call  # the honest timer the flops tests use
 
 

@@ -39,9 +39,9 @@ import nbformat
 import pytest
 
 from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, GRADE, ROOT, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
-from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under  # noqa: E402
-from grading import collect, fstree, judge, readback, report as reports, sandbox  # noqa: E402
-from grading import grade  # noqa: E402
+from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under
+from grading import collect, fstree, judge, readback, report as reports, sandbox
+from grading import grade
 
 KEY_SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 

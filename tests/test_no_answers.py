@@ -31,9 +31,9 @@ import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import expected_values, hidden_cases, load_topics  # noqa: E402
-from lectorch.exercises import exercises  # noqa: E402
+from _paths import ROOT
+from grading import expected_values, hidden_cases, load_topics
+from lectorch.exercises import exercises
 
 #: extra folders to scan, e.g. a class edition built elsewhere
 SCAN_ENV = "LECTORCH_SCAN_DIRS"

@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import plain_notebook  # noqa: E402
+from _paths import ROOT
+import plain_notebook
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 LANGUAGES = ("en", "zh_CN")

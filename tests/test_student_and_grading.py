@@ -11,11 +11,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import grade  # noqa: E402
-import grading  # noqa: E402
-from grading import student as student_edition  # noqa: E402
-from _chapters import debug_exercises, exercise_ids  # noqa: E402
+from _paths import ROOT
+from grading import grade
+import grading
+from grading import student as student_edition
+from _chapters import debug_exercises, exercise_ids
 
 # runs notebooks in kernels (the student edition, the grader): left out of `make unit`
 pytestmark = pytest.mark.slow

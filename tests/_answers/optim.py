@@ -59,7 +59,7 @@ class Rebinds(Stub):
             for p in group["params"]:
                 s = self.state[p].setdefault("s", torch.zeros_like(p))
                 s.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
-                p = p - group["lr"] * p.grad / (s.sqrt() + group["eps"])  # noqa: F841 — the slip
+                p = p - group["lr"] * p.grad / (s.sqrt() + group["eps"])
 
 
 class SumNotAverage(NoClosure):  # AdaGrad's sum instead of RMSProp's moving average
