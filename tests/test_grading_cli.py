@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_VALUE, FAKE, GRADE, ROOT, STALL, VALUE_OK, cheat, cli, honest, make_course,
+from _paths import ROOT
+from _grading_course import (CHECK_VALUE, FAKE, GRADE, STALL, VALUE_OK, cheat, cli, honest, make_course,
                              needs_bwrap, notebook, run_grader, sandbox_processes)
 from grading import cgroups, collect, report as reports
 from grading import grade

@@ -38,7 +38,8 @@ import zipfile
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, GRADE, ROOT, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
+from _paths import ROOT
+from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, GRADE, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
 from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under
 from grading import collect, fstree, judge, readback, report as reports, sandbox
 from grading import grade
