@@ -1,4 +1,4 @@
-"""Only the student's own work passes, graded as the page says (issue 20).
+"""Only the student's own work passes, graded as the page says.
 
 - library shortcuts are refused while the student's function runs, with a message that teaches;
 - every sealed number is accepted exactly within its stated interval (a value 1 % outside either

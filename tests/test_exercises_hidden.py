@@ -1,11 +1,12 @@
-"""Value and prediction exercises asked as functions of their setting (issue 20, item 2).
+"""Value and prediction exercises asked as functions of their setting: judged beyond the page's numbers.
 
 For each one: the page's numbers are the public case (sealed; the practice check confirms it) and
-the grader judges hidden settings from ``grading/topics/<topic>.py``. Per exercise, at least two correct
-forms pass (one in fp32 where it applies, one with other operations), and at least three wrong
-variants fail: the page's answer hard-coded (which fails the practice check on its practice
-settings, and the grade: brute-forcing the public case yields nothing), classic slips, a library bypass where one exists, and a value 1 %
-outside each edge of the stated tolerance, on the public case and on the hidden ones alike.
+the grader judges hidden settings from ``grading/topics/<topic>.py``. Per exercise, at least two
+correct forms pass (one in fp32 where it applies, one with other operations), and at least three
+wrong variants fail: the page's answer hard-coded (which fails the practice check on its practice
+settings, and the grade: brute-forcing the public case yields nothing), classic slips, a library
+bypass where one exists, and a value 1 % outside each edge of the stated tolerance, on the public
+case and on the hidden ones alike.
 """
 
 from __future__ import annotations

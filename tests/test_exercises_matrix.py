@@ -1,11 +1,11 @@
-"""The done-when matrix of the 24 function exercises (issue 20): per exercise at least two correct
+"""The matrix of the function exercises: per exercise at least two correct
 forms are accepted (one in float32 where it applies, one with other operations than the reference)
 and at least three wrong variants are refused (a library bypass where one exists and, for a number
 with a tolerance, a value 1 % outside each edge), by the practice check on the public cases AND by
 the grader's plain comparison on the hidden cases.
 
-Most forms come from the per-topic test files; this file adds the missing ones and runs them all
-the same way.
+Most forms come from tests/_answers/ (the per-topic tests use them too); this file adds the
+missing ones and runs them all the same way.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The grader against dishonest (and clumsy) submissions: every attack of the issues "Grading you can
-trust" and "A grader that survives a hostile class" is played against the grader, all of them in ONE
-run (in parallel) beside honest and stub neighbours, and none raises a grade; every honest
-neighbour is graded right, and nothing outlives the run (processes, folders, cgroups, memory).
+"""The grader against dishonest (and clumsy) submissions: every attack of tests/_graded_class.py
+(forged results, a patched checker, a tampered neighbour, fork storms, memory hogs, floods, zip
+bombs, ...) is played against the grader, all of them in ONE run (in parallel) beside honest and stub
+neighbours, and none raises a grade; every honest neighbour is graded right, and nothing outlives
+the run (processes, folders, cgroups, memory).
 
 A small fixture course (tests/_grading_course.py) keeps it fast: one public exercise module (``quizex.py``: a sealed value and
 a function with one public case), its grading module (the plain value, hidden random cases), a

@@ -1,4 +1,4 @@
-"""The grader refuses the same library shortcuts as the practice checker (issue: bypasses)."""
+"""The grader refuses the same library shortcuts as the practice checker."""
 
 from __future__ import annotations
 

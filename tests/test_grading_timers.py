@@ -1,7 +1,7 @@
 """The grader judges the debug timers (flops-honest-timer, device-timing-debug) by the calls they
 make, as the practice check does: the sandbox runs the answer through the exercise's runner, and the
 verdict comes from the logged calls (warm-up and a sync before the clock is read), never from a
-number the simulated device holds (issue: bypasses refused; item 3)."""
+number the simulated device holds."""
 
 from __future__ import annotations
 

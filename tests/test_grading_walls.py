@@ -1,6 +1,5 @@
-"""The grader's walls against a hostile class, and two graders on one host: every attack of the issue
-"A submission can only hurt itself, round 3" replayed beside an honest neighbour, whose grades stay
-whole, with the grader responsive, its outputs written and nothing left behind.
+"""The grader's walls against a hostile class, and two graders on one host: every attack below is
+replayed beside an honest neighbour, whose grades stay whole, with the grader responsive, its outputs written and nothing left behind.
 
 * strings that no file or terminal may see (a lone surrogate, control characters) end up escaped
   in every grade; grades.json, the records, the table and ``--merge`` are written whatever they hold;

@@ -1,4 +1,4 @@
-"""Nothing a student receives holds an answer (issue 20, item 1).
+"""Nothing a student receives holds an answer.
 
 Everything a student gets is scanned: the installed package ``lectorch/``, the student notebooks
 (``python -m grading student``'s output) and, when it is built, the class edition of the book
