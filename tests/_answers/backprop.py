@@ -1,4 +1,5 @@
-"""Chapter 06 (backprop-mlp-backward, backprop-skip-grads): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 06's function exercises (backprop-mlp-backward, backprop-skip-grads) answered as a
+student hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

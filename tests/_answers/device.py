@@ -1,4 +1,5 @@
-"""Chapter 02 (device-allocated-peak, device-timing-debug): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 02's function exercises (device-allocated-peak, device-timing-debug) answered as a
+student hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

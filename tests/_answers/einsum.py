@@ -1,4 +1,5 @@
-"""Chapter 04 (einsum-gqa-scores, einsum-center-tokens): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 04's function exercises (einsum-gqa-scores, einsum-center-tokens) answered as a student
+hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

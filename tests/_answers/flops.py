@@ -1,4 +1,5 @@
-"""Chapter 05 (flops-mfu-from-time, flops-compute-bound-n, flops-honest-timer): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 05's function exercises (flops-mfu-from-time, flops-compute-bound-n, flops-honest-timer)
+answered as a student hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Chapter 07 (init-fix-trunc, init-leaky-std): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 07's function exercises (init-fix-trunc, init-leaky-std) answered as a student hands them
+in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Chapter 08 (optim-rmsprop, optim-adamw-step, optim-clip-grad-norm): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 08's function exercises (optim-rmsprop, optim-adamw-step, optim-clip-grad-norm) answered
+as a student hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Chapter 01 (precision-log-softmax): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 01's precision-log-softmax answered as a student hands it in: the classic wrong forms (the
+reference is the grader's, ``grading.topics.precision.log_softmax``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Chapter 10 (scale-saved-bytes): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 10's scale-saved-bytes answered as a student hands it in: the reference form (its wrong
+variants live beside their test)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Chapter 09 (train-get-batch, train-lr-at-step, train-accumulate, train-resume): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 09's function exercises (train-get-batch, train-lr-at-step, train-accumulate, train-
+resume) answered as a student hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Chapter 03 (views-transpose-strides, views-merge-heads): a reference answer and the classic wrong ones, as a student hands them in."""
+"""Chapter 03's function exercises (views-transpose-strides, views-merge-heads) answered as a
+student hands them in: the reference forms and the classic wrong ones."""
 
 from __future__ import annotations
 
