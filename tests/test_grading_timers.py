@@ -111,6 +111,7 @@ TIMER_PEEK = '''def time_call(fn, sync, clock):
 
 
 @pytest.mark.skipif(not grading.sandbox.bwrap_works(), reason="bubblewrap is not usable here")
+@pytest.mark.slow  # a grading run: two sandboxed kernels
 def test_in_the_sandbox_an_honest_timer_passes_and_reading_the_devices_number_fails(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook

@@ -271,12 +271,14 @@ def ratio_findings(numbers: dict, secrets: dict, pages: dict) -> list[tuple]:
     return found
 
 
+@pytest.mark.slow  # writes the student edition of every chapter and reads all of it: `make test`
 def test_student_material_holds_no_answer(material, secrets):
     assert material["files"] > 50  # the package and the notebooks were read
     found = direct_findings(material["numbers"], secrets)
     assert not found, "\n".join(map(str, found))
 
 
+@pytest.mark.slow  # the same material
 def test_no_long_literal_gives_an_answer_with_a_number_of_its_page(material, secrets):
     found = ratio_findings(material["numbers"], secrets, _page_numbers())
     assert not found, "\n".join(map(str, found))
