@@ -1,12 +1,11 @@
 """The instructor's side of grading: hidden cases, plain expected values, the grading bundle.
 
 Students never get this folder (``make student`` leaves it out, and so does the lectorch package).
-Each chapter topic has a module ``grading/<topic>.py`` (the topic is the name of the exercise module
-in ``lectorch/exercises``) that may define:
-
-* ``EXPECTED = {"exercise-id": value}``: the plain answers of value and prediction exercises;
-* ``HIDDEN = {"exercise-id": make_cases}`` and/or ``def hidden_cases(exercise_id, rng)``: hidden
-  cases of function exercises (``rng`` is a ``random.Random``; return a list of ``Case``).
+Each chapter topic has a module ``grading/topics/<topic>.py`` (the topic is the name of the exercise
+module in ``lectorch/exercises``) that ends with ``TOPIC = Topic(...)``
+(:class:`grading.topics.Topic`): the plain answers of its value and prediction exercises, the
+hidden cases of its function exercises, the references, slips and practice settings.
+:func:`load_topics` finds them by listing the package.
 
 :func:`build_bundle` turns them into one bundle of plain data (hidden inputs with their expected
 results, expected values), generated from a secret seed; ``python -m grading bundle`` writes it and
@@ -30,67 +29,70 @@ import importlib.util
 import io
 import json
 import os
+import pkgutil
 import random
 import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Mapping
 
-GRADING_DIR = Path(__file__).resolve().parent
+from grading.topics import Topic
+
+#: the repository the grader works in (its chapters, the student edition's default place)
+ROOT = Path(__file__).resolve().parent.parent
 BUNDLE_FORMAT = "lectorch-grading-bundle"
 BUNDLE_VERSION = 1
-#: the grader's own modules (not chapter topics)
-_NOT_TOPICS = {"bundle", "case_seals", "class_book", "grade", "harness", "student", "cgroups", "collect", "fstree", "grader", "judge", "readback", "report", "review", "sandbox", "seals"}
 
 
-# --------------------------------------------------------------------------- grading modules
+# --------------------------------------------------------------------------- grading topics
 
 
-def topic_modules(directory: Path = GRADING_DIR) -> dict[str, ModuleType]:
-    """Every ``<topic>.py`` of ``directory`` (the grading folder by default), imported, by topic.
-
-    The grading folder's modules are imported once per process (``grading.<topic>``, as any import
-    of them); another folder's (a test's fixture course) are executed afresh on each call."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ValueError(f"grading directory {directory} does not exist; pass the folder of grading modules")
+def load_topics(directory: Path | None = None) -> dict[str, Topic]:
+    """Every grading topic's ``TOPIC``, by topic: the modules of the :mod:`grading.topics` package
+    (imported once per process, as any import of them), or with ``directory``, every ``<topic>.py``
+    of that folder (a test's fixture course), executed afresh on each call."""
     modules = {}
-    own = directory.resolve() == GRADING_DIR
-    for path in sorted(directory.glob("*.py")):
-        topic = path.stem
-        if topic.startswith("_") or topic in _NOT_TOPICS:
-            continue
-        if own:
-            modules[topic] = importlib.import_module(f"grading.{topic}")
-            continue
-        spec = importlib.util.spec_from_file_location(f"_lectorch_grading_{topic}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        modules[topic] = module
-    return modules
+    if directory is None:
+        package = importlib.import_module("grading.topics")
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+            if not info.name.startswith("_"):
+                modules[info.name] = importlib.import_module(f"grading.topics.{info.name}")
+    else:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ValueError(f"grading directory {directory} does not exist; pass the folder of grading modules")
+        for path in sorted(directory.glob("*.py")):
+            if path.stem.startswith("_"):
+                continue
+            spec = importlib.util.spec_from_file_location(f"_lectorch_grading_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            modules[path.stem] = module
+    found = {}
+    for name, module in modules.items():
+        topic = module.__dict__.get("TOPIC")
+        if not isinstance(topic, Topic):
+            raise TypeError(f"grading topic {name!r} ({module.__file__}) has no TOPIC: end the module with "
+                            "TOPIC = Topic(expected=..., hidden=...) (grading.topics.Topic)")
+        found[name] = topic
+    return found
 
 
-def expected_values(modules: Mapping[str, ModuleType]) -> dict[str, Any]:
-    """The plain expected values of every module's ``EXPECTED``, by exercise id."""
+def expected_values(topics: Mapping[str, Topic]) -> dict[str, Any]:
+    """The plain expected values of every topic's ``expected``, by exercise id."""
     values: dict[str, Any] = {}
-    for topic, module in modules.items():
-        for ex_id, value in getattr(module, "EXPECTED", {}).items():
+    for name, topic in topics.items():
+        for ex_id, value in topic.expected.items():
             if ex_id in values:
-                raise ValueError(f"grading/{topic}.py: EXPECTED[{ex_id!r}] is also defined by another module")
+                raise ValueError(f"grading topic {name!r}: expected[{ex_id!r}] is also defined by another topic")
             values[ex_id] = value
     return values
 
 
-def hidden_cases(modules: Mapping[str, ModuleType], exercise_id: str, rng: random.Random) -> list:
-    """Hidden cases of ``exercise_id`` from ``HIDDEN`` and ``hidden_cases()`` of every module."""
+def hidden_cases(topics: Mapping[str, Topic], exercise_id: str, rng: random.Random) -> list:
+    """Hidden cases of ``exercise_id`` from every topic."""
     cases: list = []
-    for module in modules.values():
-        maker = getattr(module, "HIDDEN", {}).get(exercise_id)
-        if maker is not None:
-            cases += list(maker(rng))
-        func = getattr(module, "hidden_cases", None)
-        if callable(func):
-            cases += list(func(exercise_id, rng) or [])
+    for topic in topics.values():
+        cases += topic.hidden_cases(exercise_id, rng)
     return cases
 
 
@@ -207,7 +209,7 @@ def _case(case: Any, where: str) -> dict:
     }
 
 
-def build_bundle(seed: str | int, *, directory: Path = GRADING_DIR, registry: Mapping | None = None,
+def build_bundle(seed: str | int, *, directory: Path | None = None, registry: Mapping | None = None,
                  exercise_ids: list[str] | None = None) -> dict:
     """The grading bundle (a dict of plain data) for every exercise of ``registry`` (default: all).
 
@@ -223,8 +225,8 @@ def build_bundle(seed: str | int, *, directory: Path = GRADING_DIR, registry: Ma
 
     registry = dict(exercises() if registry is None else registry)
     grading_key(seed)  # a seed that cannot be used is refused before any work (a weak one warns once)
-    modules = topic_modules(directory)
-    values = expected_values(modules)
+    found = load_topics(directory)
+    values = expected_values(found)
     unknown = sorted(set(values) - set(registry))
     if unknown:
         raise ValueError(f"EXPECTED names exercises that are not registered: {', '.join(unknown)}")
@@ -237,7 +239,7 @@ def build_bundle(seed: str | int, *, directory: Path = GRADING_DIR, registry: Ma
             if ex.kind == "function":
                 from grading.case_seals import expected_of, references
 
-                refs = references(modules)  # the package holds only seals of the public cases' results
+                refs = references(found)  # the package holds only seals of the public cases' results
                 cases = [dataclasses.replace(c, expected=expected_of(refs, ex_id, c)) for c in ex.cases]
             else:
                 cases = []
@@ -250,7 +252,7 @@ def build_bundle(seed: str | int, *, directory: Path = GRADING_DIR, registry: Ma
                     cases.append(case)
             if ex.generate is not None:
                 cases += list(ex.generate(rng))
-            cases += hidden_cases(modules, ex_id, rng)
+            cases += hidden_cases(found, ex_id, rng)
             # a value or prediction asked as a function is graded like a function exercise
             entries[ex_id] = {"kind": "function",
                               "cases": [_case(c, f"{ex_id} case {i}") for i, c in enumerate(cases, 1)]}
@@ -483,4 +485,4 @@ def grading_rng(seed: Any, exercise_id: str) -> random.Random:
 
 __all__ = ["KeyedRandom", "SEED_BITS", "WeakSeedWarning", "build_bundle", "check_calls", "encode", "expected_values",
            "fingerprint", "grading_key", "grading_rng", "seed_bits",
-           "hidden_cases", "read_bundle", "read_notebook_json", "topic_modules", "write_bundle"]
+           "hidden_cases", "read_bundle", "read_notebook_json", "load_topics", "write_bundle", "ROOT", "Topic"]

@@ -20,8 +20,7 @@ import secrets
 from pathlib import Path
 
 import grading
-
-ROOT = Path(__file__).resolve().parent.parent
+from grading import ROOT
 
 DEFAULT_OUTPUT = ROOT / "grading-bundle" / "bundle.pt"
 
@@ -41,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", help="secret seed of at least 128 bits (default: $GRADING_SEED, else random)")
     parser.add_argument("--weak-seed", action="store_true",
                         help="accept a short seed, stretched with PBKDF2 (a demonstration, never a real class)")
-    parser.add_argument("--grading-dir", type=Path, default=grading.GRADING_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--grading-dir", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     output = args.output.resolve()
     student = (ROOT / "student").resolve()

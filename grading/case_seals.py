@@ -1,6 +1,6 @@
 """The plain results of the function exercises' public cases (instructor side).
 
-Each ``grading/<topic>.py`` may define ``REFERENCE = {"exercise-id": expected_of}``, where
+Each grading topic (``grading/topics/<topic>.py``) may give ``reference={"exercise-id": expected_of}``, where
 ``expected_of(case)`` computes a case's expected result from its inputs (with torch or a reference
 solution). ``python -m grading.seals`` seals them into ``lectorch/exercises/seals.json``; the
 grading bundle computes the same results in plain (:func:`expected_of`).
@@ -14,13 +14,13 @@ from typing import Any, Mapping
 from lectorch.exercises import seal
 
 
-def references(modules: Mapping | None = None) -> dict:
-    """Every topic module's ``REFERENCE``, by exercise id."""
-    from grading import topic_modules
+def references(topics: Mapping | None = None) -> dict:
+    """Every grading topic's ``reference``, by exercise id."""
+    from grading import load_topics
 
     refs: dict = {}
-    for module in (topic_modules() if modules is None else modules).values():
-        refs.update(getattr(module, "REFERENCE", {}))
+    for topic in (load_topics() if topics is None else topics).values():
+        refs.update(topic.reference)
     return refs
 
 
@@ -29,7 +29,7 @@ def expected_of(refs: Mapping, exercise_id: str, case: Any) -> Any:
     if not seal.holds_seal(case.expected):
         return case.expected
     if exercise_id not in refs:
-        raise ValueError(f"{exercise_id}: its public cases are sealed, but no grading module has REFERENCE[{exercise_id!r}]")
+        raise ValueError(f"{exercise_id}: its public cases are sealed, but no grading topic has reference[{exercise_id!r}]")
     result = refs[exercise_id](case)
     if isinstance(case.expected, dict):  # facts of the inputs in clear, beside the results
         return {**seal.plain_part(case.expected), **result}

@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from grading import ROOT
+
 # the book's build is scripts of tools/book/, not a package
 sys.path.insert(0, str(ROOT / "tools" / "book"))
 import class_edition  # noqa: E402

@@ -19,13 +19,12 @@ import signal
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 # jsonschema (under nbformat, which checks each notebook) imports rfc3987_syntax, when installed,
 # only for a string format no notebook uses, and that import builds a parser: a second of every
 # run. Skipped, as in the sandboxes (grading/kernel_site/rfc3987_syntax.py); no-op once imported.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from grading import grader, report as reports, sandbox  # noqa: E402
+from grading import ROOT, grader, report as reports, sandbox  # noqa: E402
 from grading.report import table  # noqa: E402,F401 - the table of a report, for callers of this command
 from grading.sandbox import Limits, bwrap_works  # noqa: E402,F401
 

@@ -254,7 +254,9 @@ class _Server:
         import subprocess
         import sys
 
-        root = str(Path(__file__).resolve().parent.parent)
+        import grading
+
+        root = str(grading.ROOT)
         code = f"import sys; sys.path.insert(0, {root!r}); from grading import readback; readback._serve()"
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)

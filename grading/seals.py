@@ -4,12 +4,13 @@
 
 Writes ``lectorch/exercises/seals.json`` (package data; see ``lectorch.exercises.seal``):
 
-* ``values``: the answer of each value and prediction exercise (``EXPECTED`` of
-  ``grading/<topic>.py``), within the exercise's tolerance (``EXERCISE_ID=RTOL`` gives a new one);
-* ``slips``: the wrong values its named slips stand for (``SLIPS``), within 1 %;
-* ``cases``: the results of the function exercises' public cases (``REFERENCE``);
+* ``values``: the answer of each value and prediction exercise (``expected`` of its topic's
+  ``TOPIC`` in ``grading/topics/<topic>.py``), within the exercise's tolerance (``EXERCISE_ID=RTOL``
+  gives a new one);
+* ``slips``: the wrong values its named slips stand for (``slips``), within 1 %;
+* ``cases``: the results of the function exercises' public cases (``reference``);
 * ``practice``: the public practice settings of value and prediction exercises asked as a
-  function (``PRACTICE``: cases with their plain answers), their inputs in clear.
+  function (``practice``: cases with their plain answers), their inputs in clear.
 
 The student's package only reads this file; it never imports ``grading/``.
 """
@@ -21,7 +22,7 @@ import numbers
 import sys
 from pathlib import Path
 
-from grading import expected_values, topic_modules
+from grading import expected_values, load_topics
 from lectorch.exercises import Sealed
 from lectorch.exercises.seal import SEALS_FILE, exact_text, number_token, seal
 
@@ -44,8 +45,8 @@ def seals_data(rtols: dict[str, float] | None = None) -> dict:
     from grading.case_seals import references
     from lectorch.exercises import exercises, slip_id, slip_tolerance
 
-    modules, registry, rtols = topic_modules(), exercises(), rtols or {}
-    values = expected_values(modules)
+    topics, registry, rtols = load_topics(), exercises(), rtols or {}
+    values = expected_values(topics)
     out: dict = {"values": {}, "slips": {}, "cases": {}, "practice": {}}
     for ex_id, ex in sorted(registry.items()):
         # exercises with no plain answer in grading/ (e.g. a doctest's) have nothing to seal; a
@@ -57,18 +58,18 @@ def seals_data(rtols: dict[str, float] | None = None) -> dict:
             if isinstance(value, str):
                 value = value  # e.g. sorted names or letters, checked exactly
             out["values"][ex_id] = Sealed.of(ex_id, value, rtol=rtol, atol=atol).token
-    for module in modules.values():
-        for ex_id, named in getattr(module, "SLIPS", {}).items():
+    for topic in topics.values():
+        for ex_id, named in topic.slips.items():
             token = out["values"][ex_id]
             rtol = min(float(token.split("|")[1]), 0.01)
             assert rtol == slip_tolerance(registry[ex_id]) or ex_id in rtols
             for name, value in named.items():
                 if name not in registry[ex_id].slips:
-                    raise ValueError(f"SLIPS[{ex_id!r}] names {name!r}, which the exercise has no message for")
+                    raise ValueError(f"slips[{ex_id!r}] names {name!r}, which the exercise has no message for")
                 exact = isinstance(value, numbers.Integral) and not rtol or not isinstance(value, numbers.Real)
                 out["slips"].setdefault(ex_id, {})[name] = number_token(
                     slip_id(ex_id, name), value, rtol=rtol, exact=exact, decade=False)
-        for ex_id, make in getattr(module, "PRACTICE", {}).items():
+        for ex_id, make in topic.practice.items():
             ex, cases = registry[ex_id], make()
             rtol, atol = ex.tolerance
             items = []
@@ -79,7 +80,7 @@ def seals_data(rtols: dict[str, float] | None = None) -> dict:
                               "description": case.description,
                               "expected": number_token(salt, case.expected, rtol=rtol, atol=atol, exact=exact)})
             out["practice"][ex_id] = items
-    refs = references(modules)
+    refs = references(topics)
     for ex_id, ex in sorted(registry.items()):
         if ex.kind != "function" or ex_id not in refs:
             continue

@@ -19,7 +19,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from grading import ROOT
+
 # the book's notebook tools (the reader's notebooks, which the edition's are without solutions)
 # are scripts of tools/book/, not a package
 sys.path.insert(0, str(ROOT / "tools" / "book"))

@@ -19,7 +19,8 @@ from pathlib import Path
 import nbformat
 import psutil
 
-from _grading_course import (FAKE, FUNC_OK, FUNC_WRONG, ROOT, STALL, VALUE_OK, VALUE_WRONG, CHECK_FUNC, CHECK_VALUE,
+from _paths import ROOT
+from _grading_course import (FAKE, FUNC_OK, FUNC_WRONG, STALL, VALUE_OK, VALUE_WRONG, CHECK_FUNC, CHECK_VALUE,
                              cheat, honest, make_course, notebook, own_cgroups, run_grader, sandbox_processes)
 from grading import fstree, report as reports
 
@@ -61,7 +62,7 @@ def attacks(course: dict, subs: Path, results: Path) -> dict[str, nbformat.Noteb
     b = course["base"]
     victim = subs / "a_honest" / "quiz.ipynb"
     secrets = [str(course["bundle"]), str(course["chapters"] / "quiz.ipynb"), str(b / "grading" / "quiz.py"),
-               str(ROOT / "grading" / "napkin.py"), str(ROOT / "chapters" / "00_napkin_math.ipynb")]
+               str(ROOT / "grading" / "topics" / "napkin.py"), str(ROOT / "chapters" / "00_napkin_math.ipynb")]
     return {
         "a_honest": honest(),
         "b_stub": notebook(FAKE, "bytes_per_param = ...", CHECK_VALUE,

@@ -14,10 +14,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import grade  # noqa: E402
-import grading  # noqa: E402
-from grading import cgroups, sandbox  # noqa: E402
+from grading import grade
+import grading
+from grading import cgroups, sandbox
 
 HAVE_BWRAP = sandbox.bwrap_works()
 CGROUP = cgroups.probe()[0]
@@ -36,6 +35,7 @@ EXERCISES = [
 '''
 
 GRADING = '''
+from grading.topics import Topic
 from lectorch.exercises import Case
 
 EXPECTED = {"quiz-bytes": 16}
@@ -49,6 +49,9 @@ def hidden_cases(exercise_id, rng):
         x, k = rng.uniform(1, 9), rng.uniform(-5, 5)
         cases.append(Case(args=(x, k), expected=x * k, description="a hidden case"))
     return cases
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases)
 '''
 
 # A stand-in for lectorch in notebooks that do not need it (importing torch costs seconds).

@@ -1,22 +1,22 @@
 """A value or prediction exercise's right rule as a test hands it in: its answer at the page's
 numbers as given (a constant, perhaps rounded as the page rounds it), and the right answers at the
-exercise's public practice settings (``PRACTICE`` of ``grading/<topic>.py``), which the practice
+exercise's public practice settings (its grading topic's ``practice``), which the practice
 check also runs."""
 
 from __future__ import annotations
 
 import functools
 
-import grading  # noqa: E402
-from lectorch.exercises import get_exercise  # noqa: E402
+import grading
+from lectorch.exercises import get_exercise
 
 
 @functools.lru_cache(maxsize=None)
 def practice_answers(ex_id: str) -> dict:
     """The plain answer of each practice setting, by repr of its arguments."""
     table = {}
-    for module in grading.topic_modules().values():
-        for case in module.__dict__.get("PRACTICE", {}).get(ex_id, lambda: [])():
+    for topic in grading.load_topics().values():
+        for case in topic.practice.get(ex_id, lambda: [])():
             table[repr(tuple(case.args))] = case.expected
     return table
 

@@ -37,7 +37,7 @@ from source_imports import imports, python_of_cell
 import lock
 import torch_matrix
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 CHAPTERS = ["00_napkin_math"]
 #: Linked (not installed) into the bare venv from this environment, with everything they depend on.
 LINKED = ("ipykernel",)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +13,7 @@ import torch.utils.benchmark as torch_benchmark
 from lectorch import bench
 from lectorch.bench import Timing, achieved_flops_per_s, benchmark, format_seconds, mfu
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 
 
 # --- statistics --------------------------------------------------------------------------------

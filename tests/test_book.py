@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 pytestmark = pytest.mark.book
 
 

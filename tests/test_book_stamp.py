@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import build_book  # noqa: E402
+from _paths import ROOT
+import build_book
 
 CALLS: list[Path] = []
 

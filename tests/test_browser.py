@@ -189,7 +189,7 @@ def test_live_panels_agree_with_lectorch(browser, server, built_book):
 
 
 def test_napkin_panel_follows_its_controls(browser, server, built_book):
-    """The issue's reproduction: RTX 4090 and 700M parameters change the result; readouts are round."""
+    """Choosing the RTX 4090 and 700M parameters changes the result; the readouts are round."""
     visit = _tour.Visit(browser, server, "chapters/00_napkin_math.html")
     try:
         page = visit.page

@@ -13,15 +13,14 @@ from __future__ import annotations
 import gzip
 import re
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 import _tour
+from _paths import ROOT
 
 
 PHONE, DESKTOP = _tour.PHONE, _tour.DESKTOP
-ROOT = Path(__file__).resolve().parent.parent
 
 import book_light  # noqa: E402
 import reader_metrics  # noqa: E402
@@ -240,8 +239,6 @@ def test_the_napkin_panel_shows_days_with_the_precision_they_need(browser, base)
     assert small["error"] is None and small["numbers"]["days"] < 0.01
     days = re.search(r"([\d.,e+-]+) days", small["text"]).group(1)
     assert days == amount(small["numbers"]["days"]) and float(days) > 0, small["text"]
-
-
 
 
 @pytest.mark.browser

@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
 import _tour
 from lectorch.widgets import PANEL_MIME
+from _paths import ROOT
 
 pytestmark = pytest.mark.browser
 
 
-ROOT = Path(__file__).resolve().parent.parent
 EDITIONS = _tour.EDITIONS
 
 

@@ -16,7 +16,6 @@ pytestmark = pytest.mark.browser
 
 import _tour  # noqa: E402  (tests/ is on sys.path)
 
-ROOT = Path(__file__).resolve().parent.parent
 PHONE, DESKTOP = _tour.PHONE, _tour.DESKTOP
 EDITIONS = _tour.EDITIONS
 

@@ -4,9 +4,8 @@ line length, the width the book's code column shows at 1280 px without scrolling
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 LIMIT = 88
 
 

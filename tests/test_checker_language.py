@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import ast
 import string
-from pathlib import Path
 
 import pytest
 
 from lectorch import i18n
 from lectorch.exercises import check, reset_attempts
 
-ROOT = Path(__file__).resolve().parent.parent
-import i18n as book_i18n  # noqa: E402
-import sphinx_lectorch_i18n as ui  # noqa: E402
+from _paths import ROOT
+import i18n as book_i18n
+import sphinx_lectorch_i18n as ui
 
 CJK = "\u4e00-\u9fff"
 

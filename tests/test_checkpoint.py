@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +26,7 @@ from lectorch.randomness import get_rng_state as rng_state
 from lectorch.randomness import set_rng_state
 from lectorch.train import TrainConfig, cosine_schedule, train
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 WORKER = ROOT / "tests" / "_resume_worker.py"
 
 

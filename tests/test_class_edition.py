@@ -14,7 +14,7 @@ import nbformat
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 
 pytestmark = pytest.mark.book
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -149,7 +149,7 @@ def distinctive_answers() -> dict[str, list[str]]:
     import grading
 
     shown = {}
-    for exercise_id, value in grading.expected_values(grading.topic_modules()).items():
+    for exercise_id, value in grading.expected_values(grading.load_topics()).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
                 and abs(value) >= 1e5:
             forms = [f"{value:.3g}".replace("e+", "e")]

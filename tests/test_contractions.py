@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from pathlib import Path
 
 import einops
 import pytest
@@ -19,7 +18,7 @@ from lectorch.flops import count_flops, matmul_flops
 from lectorch.plots.einsum import contraction_diagram, flops_vs_size
 from lectorch.widgets.einsum import einsum_panel, einsum_report, flops_formula
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 NAMES = ["batch", "heads", "seq", "seq2", "hidden", "out", "x", "y", "z", "w"]
 
 

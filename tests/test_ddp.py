@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,10 +14,10 @@ import torch.distributed as dist
 from lectorch.checkpoint import load_checkpoint
 from lectorch.data import load_tokens, markov_tokens, write_tokens
 from lectorch.train import TrainConfig, train
+from _paths import ROOT
 
 pytestmark = pytest.mark.rehearsal  # a user's whole path, run for real: `make rehearse`
 
-ROOT = Path(__file__).resolve().parent.parent
 
 CONFIG = dict(vocab_size=16, dim=8, num_layers=1, batch_size=8, context_length=8, total_steps=6, warmup_steps=1,
               checkpoint_every=3)

@@ -6,13 +6,16 @@ from __future__ import annotations
 import random
 
 import pytest
-import torch
 
 from lectorch.backprop import mlp_flops
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-from grading import backprop as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import backprop as grading
+from _practice import practised
+from _answers.backprop import (
+    backward_flops, forward_flops, skip_grads, no_skip_in_w2, no_relu_mask, mask_at_zero_is_one, swapped,
+    skip_into_w1,
+)
 
 
 
@@ -33,20 +36,9 @@ def _passes_hidden(exercise_id, answer, seed=0):
 
 # --- backprop-mlp-backward (the warm-up) -----------------------------------------------------------
 
-def backward_flops(batch, widths, input_requires_grad=False):
-    total = 0
-    for i, (d, k) in enumerate(zip(widths[:-1], widths[1:])):
-        total += 2 * batch * d * k * (2 if i > 0 or input_requires_grad else 1)
-    return total
-
-
 def test_mlp_backward_reference_passes():
     assert check("backprop-mlp-backward", backward_flops).passed
     _passes_hidden("backprop-mlp-backward", backward_flops)
-
-
-def forward_flops(batch, widths):
-    return sum(2 * batch * d * k for d, k in zip(widths[:-1], widths[1:]))
 
 
 WRONG_BACKWARD = {
@@ -112,47 +104,12 @@ def test_tied_flops_slips_are_named(factor, words):
 
 # --- backprop-skip-grads (implement) -------------------------------------------------------------
 
-def skip_grads(x, w1, w2):
-    z = x @ w1
-    s = torch.relu(z) + x
-    ds = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype) @ w2.T
-    return x.T @ (ds * (z > 0)), s.T @ torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
-
-
 def test_skip_grads_reference_passes():
     assert check("backprop-skip-grads", skip_grads).passed
     _passes_hidden("backprop-skip-grads", skip_grads)
 
 
-def _no_skip_in_w2(x, w1, w2):
-    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
-    z = x @ w1
-    return x.T @ ((ones @ w2.T) * (z > 0)), torch.relu(z).T @ ones
-
-
-def _no_relu_mask(x, w1, w2):
-    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
-    return x.T @ (ones @ w2.T), (torch.relu(x @ w1) + x).T @ ones
-
-
-def _mask_at_zero_is_one(x, w1, w2):
-    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
-    z = x @ w1
-    return x.T @ ((ones @ w2.T) * (z >= 0)), (torch.relu(z) + x).T @ ones
-
-
-def _swapped(x, w1, w2):
-    return skip_grads(x, w1, w2)[::-1]
-
-
-def _skip_into_w1(x, w1, w2):
-    ones = torch.ones(x.shape[0], w2.shape[1], dtype=x.dtype)
-    z = x @ w1
-    ds = ones @ w2.T
-    return x.T @ (ds * (z > 0) + ds), (torch.relu(z) + x).T @ ones
-
-
-@pytest.mark.parametrize("wrong", [_no_skip_in_w2, _no_relu_mask, _mask_at_zero_is_one, _swapped, _skip_into_w1])
+@pytest.mark.parametrize("wrong", [no_skip_in_w2, no_relu_mask, mask_at_zero_is_one, swapped, skip_into_w1])
 def test_skip_grads_wrong_variants_fail(wrong):
     result = check("backprop-skip-grads", wrong)
     assert result.status == "failed", (wrong.__name__, result.message)
@@ -169,9 +126,9 @@ def test_stubs_are_not_implemented():
 
 
 def test_feedback_is_graded():
-    first = check("backprop-skip-grads", _no_relu_mask)
-    second = check("backprop-skip-grads", _no_relu_mask)
-    third = check("backprop-skip-grads", _no_relu_mask)
+    first = check("backprop-skip-grads", no_relu_mask)
+    second = check("backprop-skip-grads", no_relu_mask)
+    third = check("backprop-skip-grads", no_relu_mask)
     ex = get_exercise("backprop-skip-grads")
     assert "Hint" not in first.message
     assert ex.hints[0] in second.message and ex.hints[1] in third.message

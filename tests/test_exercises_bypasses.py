@@ -1,4 +1,4 @@
-"""Only the student's own work passes, graded as the page says (issue 20).
+"""Only the student's own work passes, graded as the page says.
 
 - library shortcuts are refused while the student's function runs, with a message that teaches;
 - every sealed number is accepted exactly within its stated interval (a value 1 % outside either
@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import math
-import pathlib
 import re
 
 import pytest
@@ -21,13 +20,12 @@ import lectorch
 from lectorch.exercises import Sealed, check, compare, exercises, get_exercise, within
 from lectorch.exercises.refuse import RefusedShortcut, refusing
 from lectorch.train import cosine_lr as _alias_cosine_lr
+from grading import expected_values, load_topics
+from grading.topics.device import time_copy
+from _answers.flops import time_call  # the honest timer the flops tests use
+from _paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-from grading import expected_values, topic_modules  # noqa: E402
-from grading.device import time_copy  # noqa: E402
-from test_exercises_flops import time_call  # noqa: E402  (the honest timer those tests use)
-
-PLAIN = expected_values(topic_modules())
+PLAIN = expected_values(load_topics())
 
 
 def _const(value):
@@ -190,7 +188,7 @@ def _rounded_at_the_page(plain, page_args, rounded):
 
 
 def test_rounded_answers_at_the_pages_precision_pass():
-    from grading import napkin as g
+    from grading.topics import napkin as g
 
     assert check("napkin-two-weeks", _rounded_at_the_page(g.node_flops, (8, 14), 9.6e21)).passed  # the page's 9.58e21
     assert check("napkin-zero2-params", _rounded_at_the_page(g.zero2_params, (64, 80e9), 3.6e10)).passed

@@ -8,13 +8,15 @@ import random
 
 import pytest
 
-from lectorch.device import CUDA_BLOCK_BYTES
-from lectorch.dtypes import bytes_per_element
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.device import SimulatedStream
 
-from grading import device as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import device as grading
+from _practice import practised
+from _answers.device import (
+    honest_readings, unrounded, peak_is_final, frees_ignored, rounded_total, as_given, no_warm_up,
+    no_final_sync, no_sync_before_start, sync_inside_but_cold,
+)
 
 
 
@@ -59,61 +61,6 @@ def test_prediction_message_shows_the_measurement():
 
 # --- device-allocated-peak -----------------------------------------------------------------------
 
-def _nbytes(shape, dtype):
-    return math.prod(shape) * bytes_per_element(dtype)
-
-
-def _blocks(nbytes):
-    """The allocator's rounding, written out: lectorch.device.allocator_bytes is refused here."""
-    return -(-nbytes // CUDA_BLOCK_BYTES) * CUDA_BLOCK_BYTES
-
-
-def honest_readings(events):
-    live, now, peak = {}, 0, 0
-    for e in events:
-        if e[0] == "alloc":
-            live[e[1]] = _blocks(_nbytes(e[2], e[3]))
-            now += live[e[1]]
-            peak = max(peak, now)
-        else:
-            now -= live.pop(e[1])
-    return now, peak
-
-
-def unrounded(events):
-    live, now, peak = {}, 0, 0
-    for e in events:
-        if e[0] == "alloc":
-            live[e[1]] = _nbytes(e[2], e[3])
-            now += live[e[1]]
-            peak = max(peak, now)
-        else:
-            now -= live.pop(e[1])
-    return now, peak
-
-
-def peak_is_final(events):
-    final, _ = honest_readings(events)
-    return final, final
-
-
-def frees_ignored(events):
-    total = sum(_blocks(_nbytes(e[2], e[3])) for e in events if e[0] == "alloc")
-    return total, total
-
-
-def rounded_total(events):
-    live, now, peak = {}, 0, 0
-    for e in events:
-        if e[0] == "alloc":
-            live[e[1]] = _nbytes(e[2], e[3])
-            now += live[e[1]]
-            peak = max(peak, now)
-        else:
-            now -= live.pop(e[1])
-    return _blocks(now), _blocks(peak)
-
-
 WRONG_READINGS = {"no 512-byte blocks": unrounded, "the peak is the final reading": peak_is_final,
                   "frees ignored": frees_ignored, "the total rounded, not each tensor": rounded_total}
 
@@ -147,48 +94,6 @@ def test_readings_feedback():
 
 
 # --- device-timing-debug -------------------------------------------------------------------------
-
-def as_given(copy, synchronize, clock, repeats=10):  # the chapter's buggy snippet
-    start = clock()
-    for _ in range(repeats):
-        copy()
-    return (clock() - start) / repeats
-
-
-def no_warm_up(copy, synchronize, clock, repeats=10):
-    synchronize()
-    start = clock()
-    for _ in range(repeats):
-        copy()
-    synchronize()
-    return (clock() - start) / repeats
-
-
-def no_final_sync(copy, synchronize, clock, repeats=10):
-    copy()
-    synchronize()
-    start = clock()
-    for _ in range(repeats):
-        copy()
-    return (clock() - start) / repeats
-
-
-def no_sync_before_start(copy, synchronize, clock, repeats=10):
-    copy()
-    start = clock()
-    for _ in range(repeats):
-        copy()
-    synchronize()
-    return (clock() - start) / repeats
-
-
-def sync_inside_but_cold(copy, synchronize, clock, repeats=10):
-    start = clock()
-    for _ in range(repeats):
-        copy()
-        synchronize()
-    return (clock() - start) / repeats
-
 
 WRONG_TIMING = {"as given": as_given, "no warm-up": no_warm_up, "no final synchronize": no_final_sync,
                 "no synchronize before the clock starts": no_sync_before_start,

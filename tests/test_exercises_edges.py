@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-import grading  # noqa: E402
-from grading import judge  # noqa: E402
-from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402
+import grading
+from grading import judge
+from lectorch.exercises import Sealed, check, exercises, reset_attempts
 
 ASKED = sorted(i for i, ex in exercises().items()
                if ex.kind != "function" and ex.takes_function and isinstance(ex.expected, Sealed)
@@ -25,16 +25,16 @@ ASKED = sorted(i for i, ex in exercises().items()
 @pytest.fixture(scope="module")
 def answers() -> dict:
     """Every setting's plain answer, by exercise and repr of its arguments: the page's, the practice
-    settings' (``PRACTICE``) and the bundle's hidden ones."""
-    modules = grading.topic_modules()
-    plain = grading.expected_values(modules)
+    settings' (each topic's ``practice``) and the bundle's hidden ones."""
+    topics = grading.load_topics()
+    plain = grading.expected_values(topics)
     bundle = grading.build_bundle(1234, exercise_ids=ASKED)["exercises"]
     table: dict = {}
     for ex_id in ASKED:
         ex = exercises()[ex_id]
         own = table.setdefault(ex_id, {repr(tuple(ex.cases[0].args)): plain[ex_id]})
-        for module in modules.values():
-            for case in module.__dict__.get("PRACTICE", {}).get(ex_id, lambda: [])():
+        for topic in topics.values():
+            for case in topic.practice.get(ex_id, lambda: [])():
                 own[repr(tuple(case.args))] = case.expected
         for case in bundle[ex_id]["cases"]:
             own[repr(tuple(case["args"]))] = grading.decode(case["expected"])

@@ -6,19 +6,16 @@ These tests register their own fixture exercises, so they do not depend on the c
 
 from __future__ import annotations
 
-import importlib
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
+import grading
 from lectorch import exercises
 from lectorch.exercises import (CHECK_MIME, Case, Exercise, GeneratorSeed, Sealed, check, register,
                                 reset_attempts)
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -212,32 +209,23 @@ def test_every_registered_exercise_is_well_formed():
         assert ex.kind in ("value", "prediction", "function")
 
 
-def _grading(topic: str):
-    sys.path.insert(0, str(ROOT))
-    try:
-        return importlib.import_module(f"grading.{topic}")
-    except ModuleNotFoundError:
-        return None
-    finally:
-        sys.path.remove(str(ROOT))
 
 
 def test_sealed_values_agree_with_the_instructors_grading_modules():
-    """Value and prediction exercises hold a seal, never the plain value; grading/<topic>.py holds
-    the plain value in EXPECTED, and the two agree."""
-    problems = []
+    """Value and prediction exercises hold a seal, never the plain value; grading/topics/<topic>.py
+    holds the plain value in its TOPIC's ``expected``, and the two agree."""
+    topics, problems = grading.load_topics(), []
     for ex in exercises.exercises().values():
         if ex.kind == "function" or ex.id.startswith("t-") or ex.id.startswith("doc-"):
             continue
         topic = exercises.origin(ex.id)
         if not isinstance(ex.expected, Sealed):
             problems.append(f"{ex.id}: a {ex.kind} exercise's expected value must be Sealed (the plain value "
-                            f"belongs in grading/{topic}.py), see python -m lectorch.exercises.seal")
+                            f"belongs in grading/topics/{topic}.py), see python -m grading.seals")
             continue
-        grading = _grading(topic)
-        plain = getattr(grading, "EXPECTED", {}).get(ex.id, ...) if grading else ...
+        plain = topics[topic].expected.get(ex.id, ...) if topic in topics else ...
         if plain is ...:
-            problems.append(f"{ex.id}: grading/{topic}.py has no EXPECTED[{ex.id!r}]")
+            problems.append(f"{ex.id}: grading/topics/{topic}.py has no expected[{ex.id!r}]")
         elif Sealed.of(ex.id, plain, rtol=ex.expected.rtol, atol=ex.expected.atol) != ex.expected:
-            problems.append(f"{ex.id}: the seal in lectorch/exercises/{topic}.py does not match grading/{topic}.py")
+            problems.append(f"{ex.id}: the seal in lectorch/exercises/{topic}.py does not match grading/topics/{topic}.py")
     assert not problems, "\n".join(problems)

@@ -1,18 +1,18 @@
-"""Value and prediction exercises asked as functions of their setting (issue 20, item 2).
+"""Value and prediction exercises asked as functions of their setting: judged beyond the page's numbers.
 
 For each one: the page's numbers are the public case (sealed; the practice check confirms it) and
-the grader judges hidden settings from ``grading/<topic>.py``. Per exercise, at least two correct
-forms pass (one in fp32 where it applies, one with other operations), and at least three wrong
-variants fail: the page's answer hard-coded (which fails the practice check on its practice
-settings, and the grade: brute-forcing the public case yields nothing), classic slips, a library bypass where one exists, and a value 1 %
-outside each edge of the stated tolerance, on the public case and on the hidden ones alike.
+the grader judges hidden settings from ``grading/topics/<topic>.py``. Per exercise, at least two
+correct forms pass (one in fp32 where it applies, one with other operations), and at least three
+wrong variants fail: the page's answer hard-coded (which fails the practice check on its practice
+settings, and the grade: brute-forcing the public case yields nothing), classic slips, a library
+bypass where one exists, and a value 1 % outside each edge of the stated tolerance, on the public
+case and on the hidden ones alike.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import pathlib
 import random
 import re
 import struct
@@ -36,13 +36,12 @@ from lectorch.transfer import pcie_bytes_per_s
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 from lectorch.exercises.views import COPY_QUIZ
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-import grading  # noqa: E402
-from grading import expected_values, harness, judge, topic_modules  # noqa: E402
-from _practice import practice_answers, practised  # noqa: E402
+import grading
+from grading import expected_values, harness, judge, load_topics
+from _practice import practice_answers, practised
 
-MODULES = topic_modules()
-PLAIN = expected_values(MODULES)
+TOPICS = load_topics()
+PLAIN = expected_values(TOPICS)
 _PEAK = hardware.get_gpu("H100 SXM").peak_flops("bf16")
 
 
@@ -346,7 +345,7 @@ def _relu_stack_simulated(blocks, width=256):
 
 
 def hidden(ex_id, seed=0):
-    return grading.hidden_cases(MODULES, ex_id, grading.grading_rng(seed, ex_id))
+    return grading.hidden_cases(TOPICS, ex_id, grading.grading_rng(seed, ex_id))
 
 
 @functools.lru_cache(maxsize=None)
@@ -474,8 +473,8 @@ def test_hidden_cases_differ_between_seeds_and_from_the_public_case():
 
 def test_hidden_cases_are_deterministic_per_seed():
     rng1, rng2 = random.Random("7:x"), random.Random("7:x")
-    assert [c.args for c in MODULES["napkin"].HIDDEN["napkin-zero2-params"](rng1)] == \
-           [c.args for c in MODULES["napkin"].HIDDEN["napkin-zero2-params"](rng2)]
+    assert [c.args for c in TOPICS["napkin"].hidden["napkin-zero2-params"](rng1)] == \
+           [c.args for c in TOPICS["napkin"].hidden["napkin-zero2-params"](rng2)]
 
 
 @pytest.mark.slow

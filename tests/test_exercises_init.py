@@ -12,8 +12,12 @@ from torch import nn
 
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-from grading import init as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import init as grading
+from _practice import practised
+from _answers.init import (
+    fixed, the_buggy_stub, absolute_bounds, wrong_axis, std_not_scaled, two_std, variance_as_std,
+    leaky_relu_std,
+)
 
 
 
@@ -33,41 +37,6 @@ def _passes_hidden(exercise_id, answer, seed=0):
 
 
 # --- init-fix-trunc (debug) ------------------------------------------------------------------------
-
-def fixed(weight, generator=None):
-    std = 1 / math.sqrt(weight.shape[0])
-    return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std, generator=generator)
-
-
-def the_buggy_stub(weight, generator=None):
-    fan_in = weight.shape[1]
-    std = 1 / math.sqrt(fan_in)
-    return nn.init.trunc_normal_(weight, std=std, a=-3, b=3, generator=generator)
-
-
-def absolute_bounds(weight, generator=None):
-    std = 1 / math.sqrt(weight.shape[0])
-    return nn.init.trunc_normal_(weight, std=std, a=-3, b=3, generator=generator)
-
-
-def wrong_axis(weight, generator=None):
-    std = 1 / math.sqrt(weight.shape[1])
-    return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std, generator=generator)
-
-
-def std_not_scaled(weight, generator=None):
-    return nn.init.trunc_normal_(weight, std=1.0, a=-3.0, b=3.0, generator=generator)
-
-
-def two_std(weight, generator=None):
-    std = 1 / math.sqrt(weight.shape[0])
-    return nn.init.trunc_normal_(weight, std=std, a=-2 * std, b=2 * std, generator=generator)
-
-
-def variance_as_std(weight, generator=None):
-    std = 1 / weight.shape[0]
-    return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std, generator=generator)
-
 
 def test_fix_trunc_reference_passes():
     assert check("init-fix-trunc", fixed).passed
@@ -118,10 +87,6 @@ def test_relu_depth_slips_are_named(wrong, words):
 
 
 # --- init-leaky-std (derive) ---------------------------------------------------------------------
-
-def leaky_relu_std(fan_in, slope):
-    return math.sqrt(2 / ((1 + slope**2) * fan_in))
-
 
 def test_leaky_std_reference_passes():
     assert check("init-leaky-std", leaky_relu_std).passed

@@ -1,18 +1,17 @@
-"""The done-when matrix of the 24 function exercises (issue 20): per exercise at least two correct
+"""The matrix of the function exercises: per exercise at least two correct
 forms are accepted (one in float32 where it applies, one with other operations than the reference)
 and at least three wrong variants are refused (a library bypass where one exists and, for a number
 with a tolerance, a value 1 % outside each edge), by the practice check on the public cases AND by
 the grader's plain comparison on the hidden cases.
 
-Most forms come from the per-topic test files; this file adds the missing ones and runs them all
-the same way.
+Most forms come from tests/_answers/ (the per-topic tests use them too); this file adds the
+missing ones and runs them all the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import math
 import struct
 import os
@@ -23,25 +22,27 @@ import tempfile
 import pytest
 import torch
 
-import grading  # noqa: E402
-from grading.case_seals import references  # noqa: E402
-from lectorch.dtypes import bytes_per_element  # noqa: E402
-from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case  # noqa: E402
-from lectorch.exercises import seal as sealed_cases  # noqa: E402
+import grading
+from grading.case_seals import references
+from lectorch.dtypes import bytes_per_element
+from lectorch.exercises import check, compare, exercises, get_exercise, reset_attempts, run_case
+from lectorch.exercises import seal as sealed_cases
 
 CASES = sealed_cases.stored_data()["cases"]
 
-import test_exercises_backprop as tb  # noqa: E402
-import test_exercises_device as td  # noqa: E402
-import test_exercises_einsum as te  # noqa: E402
-import test_exercises_flops as tf  # noqa: E402
-import test_exercises_init as ti  # noqa: E402
-import test_exercises_optim as to  # noqa: E402
-import test_exercises_precision as tp  # noqa: E402
-import test_exercises_scale as ts  # noqa: E402
-import test_exercises_train as tt  # noqa: E402
-import test_exercises_views as tv  # noqa: E402
+from _answers import backprop as tb  # noqa: E402
+from _answers import device as td  # noqa: E402
+from _answers import einsum as te  # noqa: E402
+from _answers import flops as tf  # noqa: E402
+from _answers import init as ti  # noqa: E402
+from _answers import optim as to  # noqa: E402
+from _answers import precision as tp  # noqa: E402
+from _answers import scale as ts  # noqa: E402
+from _answers import train as tt  # noqa: E402
+from _answers import views as tv  # noqa: E402
 from lectorch.exercises.optim import optimizer_trainer  # noqa: E402
+from grading.topics.device import time_copy  # noqa: E402
+from grading.topics.precision import log_softmax  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -55,9 +56,8 @@ def _one_thread():  # tiny tensors: a thread pool only costs time (and shared co
 @functools.lru_cache(maxsize=None)
 def _hidden(ex_id: str) -> list:
     topic = ex_id.split("-", 1)[0]
-    module = importlib.import_module(f"grading.{topic}")
     rng = random.Random(f"matrix:{ex_id}")
-    return grading.hidden_cases({topic: module}, ex_id, rng)
+    return grading.hidden_cases({topic: grading.load_topics()[topic]}, ex_id, rng)
 
 
 def graded(ex_id: str, answer) -> bool:
@@ -416,12 +416,12 @@ MATRIX = {
         lambda s, d: torch.empty(s, dtype=d, device="meta").nbytes,
         lambda s, d: __import__("lectorch").memory.tensor_bytes(torch.Size(s), d),
         lambda s, d: math.prod(s or (0,)) * d.itemsize]),
-    "precision-log-softmax": ([tp.grading.log_softmax, log_softmax_f64], [
+    "precision-log-softmax": ([log_softmax, log_softmax_f64], [
         lambda x: torch.log_softmax(x.float(), -1), tp.no_max, tp.bf16_throughout, tp.wrong_dim]),
     "device-allocated-peak": ([td.honest_readings, readings_by_steps], [td.unrounded, td.peak_is_final, td.frees_ignored]),
-    "device-timing-debug": ([td.grading.time_copy, per_copy_synced_median], [
+    "device-timing-debug": ([time_copy, per_copy_synced_median], [
         td.no_warm_up, td.no_final_sync, td.no_sync_before_start,
-        _scaled(td.grading.time_copy, 1.01), _scaled(td.grading.time_copy, 0.99)]),
+        _scaled(time_copy, 1.01), _scaled(time_copy, 0.99)]),
     "views-transpose-strides": ([tv.transposed_strides, strides_accumulate], [
         lambda shape, d0, d1: tuple(torch.empty(shape).transpose(d0, d1).stride()),
         lambda shape, d0, d1: tuple(math.prod(shape[i + 1:]) for i in range(len(shape))),
@@ -451,15 +451,15 @@ MATRIX = {
         lambda b, w, input_requires_grad=False: tb.backward_flops(b, w, True),
         lambda b, w, input_requires_grad=False: __import__("lectorch").backprop.mlp_flops(
             b, w, input_requires_grad=input_requires_grad).backward]),
-    "backprop-skip-grads": ([tb.skip_grads, skip_grads_einsum], [tb._no_relu_mask, tb._mask_at_zero_is_one, tb._swapped]),
+    "backprop-skip-grads": ([tb.skip_grads, skip_grads_einsum], [tb.no_relu_mask, tb.mask_at_zero_is_one, tb.swapped]),
     "init-fix-trunc": ([ti.fixed, fixed_by_rejection], [ti.absolute_bounds, ti.wrong_axis, ti.two_std]),
     "init-leaky-std": ([leaky_std, leaky_std_f32], [
         lambda f, s: 2 / ((1 + s**2) * f), lambda f, s: torch.nn.init.calculate_gain("leaky_relu", s) / math.sqrt(f),
         _scaled(leaky_std, 1 + 1.01e-6), _scaled(leaky_std, 1 - 1.01e-6)]),
-    "optim-rmsprop": ([optimizer_trainer(to._RMSProp), optimizer_trainer(to._OutOfPlaceRMSProp)], [
-        optimizer_trainer(_RMSpropSubclass), optimizer_trainer(to._NoEps), optimizer_trainer(to._SumNotAverage)]),
-    "optim-adamw-step": ([to.adamw_step, adamw_step_f32], [adamw_bypass, to._no_bias_correction, to._eps_inside_the_root]),
-    "optim-clip-grad-norm": ([to.clip_by_global_norm, clip_f32], [clip_bypass, to._per_parameter, to._scales_small_gradients_up]),
+    "optim-rmsprop": ([optimizer_trainer(to.RMSProp), optimizer_trainer(to.OutOfPlaceRMSProp)], [
+        optimizer_trainer(_RMSpropSubclass), optimizer_trainer(to.NoEps), optimizer_trainer(to.SumNotAverage)]),
+    "optim-adamw-step": ([to.adamw_step, adamw_step_f32], [adamw_bypass, to.no_bias_correction, to.eps_inside_the_root]),
+    "optim-clip-grad-norm": ([to.clip_by_global_norm, clip_f32], [clip_bypass, to.per_parameter, to.scales_small_gradients_up]),
     "train-get-batch": ([tt.get_batch, get_batch_unfold], [
         get_batch_bypass,
         lambda data, b, t, device, generator=None: tt.get_batch(data, b, t, device, None),

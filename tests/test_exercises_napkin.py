@@ -10,8 +10,8 @@ import pytest
 
 from lectorch.exercises import check, compare, get_exercise, run_case
 
-from grading import napkin as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import napkin as grading
+from _practice import practised
 
 
 

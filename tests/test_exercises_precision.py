@@ -11,8 +11,11 @@ import torch
 
 from lectorch.exercises import check, compare, get_exercise, reset_attempts, run_case
 
-from grading import precision as grading  # noqa: E402
-from _practice import practised  # noqa: E402
+from grading.topics import precision as grading
+from _practice import practised
+from _answers.precision import (
+    no_max, bf16_throughout, global_max, log_of_softmax, wrong_dim,
+)
 
 
 
@@ -88,35 +91,6 @@ def test_prediction_reports_the_measurement_and_hides_the_answer():
 
 
 # --- precision-log-softmax -----------------------------------------------------------------------
-
-def no_max(logits):
-    x = logits.float()
-    return x - x.exp().sum(dim=-1, keepdim=True).log()
-
-
-def bf16_throughout(logits):
-    x = logits.to(torch.bfloat16)
-    shifted = x - x.amax(dim=-1, keepdim=True)
-    return (shifted - shifted.exp().sum(dim=-1, keepdim=True).log()).float()
-
-
-def global_max(logits):
-    x = logits.float()
-    shifted = x - x.max()
-    return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
-
-
-def log_of_softmax(logits):
-    x = logits.float()
-    e = (x - x.amax(dim=-1, keepdim=True)).exp()
-    return (e / e.sum(dim=-1, keepdim=True)).log()
-
-
-def wrong_dim(logits):
-    x = logits.float()
-    shifted = x - x.amax(dim=0, keepdim=True)
-    return shifted - shifted.exp().sum(dim=0, keepdim=True).log()
-
 
 WRONG_SOFTMAX = {"no max subtracted": no_max, "bf16 throughout": bf16_throughout,
                  "max of the whole tensor": global_max, "log of the softmax": log_of_softmax,

@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
-import tempfile
-from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-import grading.train as grading
+from grading.topics import train as grading
 from lectorch.exercises import check, get_exercise
 from lectorch.exercises import train as ex
 from lectorch.models import TinyLM
-from _practice import practised  # noqa: E402
-
-
+from _practice import practised
+from _answers.train import (
+    get_batch, lr_at, accumulated_training, buggy_accumulation, resumable,
+)
+from _paths import ROOT
 
 
 def _const(value):
@@ -45,14 +43,6 @@ def assert_rejected(exercise_id: str, answer, *, statuses=("failed",)) -> str:
 
 
 # ------------------------------------------------------------------------------------ get_batch
-
-
-def get_batch(data, batch_size, context_length, device, generator=None):
-    if context_length >= len(data):
-        raise ValueError(f"context_length={context_length} must be smaller than len(data)={len(data)}")
-    starts = torch.randint(len(data) - context_length, (batch_size,), generator=generator)
-    windows = data[starts[:, None] + torch.arange(context_length + 1)].long()
-    return windows[:, :-1].to(device), windows[:, 1:].to(device)
 
 
 def test_get_batch_reference_passes_and_a_stub_is_not_implemented():
@@ -126,15 +116,6 @@ def test_get_batch_feedback_grows_with_repeated_failures():
 # ------------------------------------------------------------------------------------ the LR
 
 
-def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):
-    if step < warmup_steps:
-        return max_lr * step / warmup_steps
-    if step >= total_steps:
-        return min_lr
-    progress = (step - warmup_steps) / (total_steps - warmup_steps)
-    return min_lr + (max_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
 def test_lr_reference_passes():
     assert check("train-lr-at-step", lr_at).passed
 
@@ -171,43 +152,6 @@ def test_lr_expected_values_come_from_torch_and_agree_with_lectorch():
 # ------------------------------------------------------------------ debug: gradient accumulation
 
 
-def accumulated_training(weight, micro_batches, accumulation, lr=0.1):
-    model = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, dtype=weight.dtype)
-    with torch.no_grad():
-        model.weight.copy_(weight)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    optimizer.zero_grad()
-    for i, (x, y) in enumerate(micro_batches):
-        loss = F.cross_entropy(model(x), y) / accumulation
-        loss.backward()
-        if (i + 1) % accumulation == 0:
-            optimizer.step()
-            optimizer.zero_grad()
-    return model.weight.detach()
-
-
-def buggy_accumulation(*, zero_inside=False, divide=True, zero_ever=True, zero_before_step=False):
-    def run(weight, micro_batches, accumulation, lr=0.1):
-        model = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, dtype=weight.dtype)
-        with torch.no_grad():
-            model.weight.copy_(weight)
-        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-        for i, (x, y) in enumerate(micro_batches):
-            if zero_inside:
-                optimizer.zero_grad()
-            loss = F.cross_entropy(model(x), y) / (accumulation if divide else 1)
-            loss.backward()
-            if (i + 1) % accumulation == 0:
-                if zero_before_step:
-                    optimizer.zero_grad()
-                optimizer.step()
-                if zero_ever and not zero_inside:
-                    optimizer.zero_grad()
-        return model.weight.detach()
-
-    return run
-
-
 def test_accumulation_reference_passes():
     assert check("train-accumulate", accumulated_training).passed
 
@@ -224,58 +168,6 @@ def test_accumulation_wrong_variants_are_rejected(bug):
 
 
 # ------------------------------------------------------------------------ debug: resume exactly
-
-
-def resumable(*, optimizer_state=True, order_state=True, torch_rng=True):
-    """The snippet of train-resume with its checkpoint fixed (all flags on) or partly fixed."""
-
-    def train_with_restart(tokens, num_steps, crash_at=None):
-        def fresh_run():
-            torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Embedding(64, 16), torch.nn.Dropout(0.1),
-                                        torch.nn.Linear(16, 64))
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-            order = torch.Generator().manual_seed(1)
-            return model, optimizer, order
-
-        def save(path, model, optimizer, order, step, losses):
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "order": order.get_state(), "torch_rng": torch.get_rng_state(),
-                        "step": step, "losses": losses}, path)
-
-        def load(path, model, optimizer, order):
-            state = torch.load(path, weights_only=True)
-            model.load_state_dict(state["model"])
-            if optimizer_state:
-                optimizer.load_state_dict(state["optimizer"])
-            if order_state:
-                order.set_state(state["order"])
-            if torch_rng:
-                torch.set_rng_state(state["torch_rng"])
-            return state["step"], state["losses"]
-
-        model, optimizer, order = fresh_run()
-        step, losses = 0, []
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "ckpt.pt")
-            while step < num_steps:
-                if step == crash_at:
-                    save(path, model, optimizer, order, step, losses)
-                    model, optimizer, order = fresh_run()
-                    step, losses = load(path, model, optimizer, order)
-                    crash_at = None
-                starts = torch.randint(len(tokens) - 16, (8,), generator=order)
-                x = torch.stack([tokens[s:s + 16] for s in starts])
-                y = torch.stack([tokens[s + 1:s + 17] for s in starts])
-                loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-                losses.append(loss.item())
-                step += 1
-        return losses, model[2].weight.detach()
-
-    return train_with_restart
 
 
 def test_resume_fixed_snippet_passes_and_the_stub_fails():
@@ -353,7 +245,7 @@ def test_hidden_cases_pass_with_the_reference_and_fail_a_wrong_variant(exercise_
 
 def test_the_page_and_the_checker_state_the_tolerance_the_checker_uses():
     """RESUME_TOL is the one source; ch09's exercise text and the checker's summary quote it."""
-    page = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "09_training_loop.ipynb").read_text())
+    page = json.loads((ROOT / "chapters" / "09_training_loop.ipynb").read_text())
     exercise = next("".join(c["source"]) for c in page["cells"] if ":label: ex-train-resume" in "".join(c["source"]))
     for text in (exercise, get_exercise("train-resume").summary):
         stated = re.findall(r"within (\d(?:\.\d+)?e-\d+)", text)

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import attack_public_seals as attack  # noqa: E402
-from grading import expected_values, topic_modules  # noqa: E402
-from lectorch.exercises import Sealed, check, exercises, reset_attempts  # noqa: E402
-from lectorch.exercises.views import COPY_QUIZ  # noqa: E402
+from _paths import ROOT
+import attack_public_seals as attack
+from grading import expected_values, load_topics
+from lectorch.exercises import Sealed, check, exercises, reset_attempts
+from lectorch.exercises.views import COPY_QUIZ
 
 #: the attack's first step, the power of ten: both signs, ±40 (as ``recover`` counts it)
 DECADE_TRIES = attack.DECADE_TRIES
@@ -46,7 +45,7 @@ def counts() -> dict:
         assert value is not None and registry[ex_id].expected.matches(ex_id, value), ex_id
         assert not check(ex_id, lambda *a, v=value: v).passed, ex_id
         tolerant_hashes[ex_id] = tries
-    plain = expected_values(topic_modules())
+    plain = expected_values(load_topics())
     exact_hashes = {}
     for ex_id in exact:  # one hash per integer of the decade up to the answer
         exact_hashes[ex_id] = _exact_tries(plain[ex_id])
@@ -57,7 +56,7 @@ def counts() -> dict:
 
 def test_the_exact_answers_hash_count_is_the_attacks_own():
     """The count above is what ``recover`` does, checked on the exact answer that is quick to find."""
-    registry, plain = exercises(), expected_values(topic_modules())
+    registry, plain = exercises(), expected_values(load_topics())
     for ex_id in ("precision-bf16-257",):  # the others take millions of hashes: counted, not run
         value, tries = attack.recover(ex_id, registry[ex_id].expected)
         v = plain[ex_id]

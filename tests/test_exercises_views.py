@@ -3,10 +3,7 @@ message that teaches and never gives the answer away, the plain values agree wit
 
 from __future__ import annotations
 
-import importlib
-import pathlib
 import random
-import sys
 
 import einops
 import pytest
@@ -16,40 +13,18 @@ import lectorch
 from lectorch.exercises import Sealed, get_exercise, run_case
 from lectorch.exercises import views as ex_views
 from lectorch.views import contiguous_strides
-from _practice import practised  # noqa: E402
+from grading.topics import views as grading
+from _practice import practised
+from _answers.views import (
+    transposed_strides, merge_heads, merge_heads_buggy,
+)
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 
-
-def grading():
-    sys.path.insert(0, str(ROOT))
-    try:
-        return importlib.import_module("grading.views")
-    finally:
-        sys.path.remove(str(ROOT))
 
 
 # --- reference solutions --------------------------------------------------------------------------
-def transposed_strides(shape, dim0, dim1):
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):  # each stride: the product of the sizes to its right
-        strides[i] = strides[i + 1] * shape[i + 1]
-    strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
-    return tuple(strides)
-
-
-def merge_heads(x):
-    batch, heads, seq, width = x.shape
-    return x.transpose(1, 2).reshape(batch, seq, heads * width)
-
-
-def merge_heads_buggy(x):  # the notebook's stub: .view on a transposed tensor
-    batch, heads, seq, width = x.shape
-    return x.transpose(1, 2).view(batch, seq, heads * width)
-
-
 def test_reference_solutions_pass():
     assert lectorch.check("views-transpose-strides", transposed_strides).passed
     assert lectorch.check("views-storage-index", practised("views-storage-index", 29)).passed
@@ -68,7 +43,7 @@ def test_reference_solutions_pass():
 
 
 def test_the_plain_values_are_torchs_and_agree_with_the_seals():
-    g = grading()
+    g = grading
     assert g.EXPECTED == {"views-storage-index": 29, "views-which-copy": "fhjk",
                           "views-permute-slice": ((2, 20, 60), 25)}
     for ex_id, plain in g.EXPECTED.items():
@@ -77,7 +52,7 @@ def test_the_plain_values_are_torchs_and_agree_with_the_seals():
 
 
 def test_hidden_cases_pass_the_reference_and_reject_the_bug():
-    g = grading()
+    g = grading
     rng = random.Random(0)
     for ex_id, good in [("views-transpose-strides", transposed_strides), ("views-merge-heads", merge_heads)]:
         ex = get_exercise(ex_id)

@@ -13,8 +13,8 @@ import pytest
 
 from lectorch.plots import MIN_TEXT_PX, _text, smallest_text_px
 
-ROOT = Path(__file__).resolve().parent.parent
-import sphinx_lectorch_i18n  # noqa: E402
+from _paths import ROOT
+import sphinx_lectorch_i18n
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 

@@ -6,7 +6,6 @@ Fast (one import probe, no wheels): a fresh clone has no wheels/ folder. The ful
 
 from __future__ import annotations
 
-import pathlib
 import re
 import sys
 import tomllib
@@ -14,9 +13,9 @@ import tomllib
 import pytest
 from packaging.specifiers import SpecifierSet
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from _paths import ROOT
 
-import gpu_box  # noqa: E402
+import gpu_box
 
 # the guard's import probe of everything the course imports: left out of `make unit`
 pytestmark = pytest.mark.slow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import re
 import signal
 import subprocess
@@ -16,13 +15,13 @@ import nbformat
 import pytest
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from _paths import ROOT
 
-import gpu_box  # noqa: E402
-import gpu_check  # noqa: E402
-import lock  # noqa: E402
+import gpu_box
+import gpu_check
+import lock
 
-from lectorch import reference  # noqa: E402
+from lectorch import reference
 
 pytestmark = pytest.mark.rehearsal  # a user's whole path, run for real: `make rehearse`
 

@@ -1,7 +1,8 @@
-"""The grader against dishonest (and clumsy) submissions: every attack of the issues "Grading you can
-trust" and "A grader that survives a hostile class" is played against the grader, all of them in ONE
-run (in parallel) beside honest and stub neighbours, and none raises a grade; every honest
-neighbour is graded right, and nothing outlives the run (processes, folders, cgroups, memory).
+"""The grader against dishonest (and clumsy) submissions: every attack of tests/_graded_class.py
+(forged results, a patched checker, a tampered neighbour, fork storms, memory hogs, floods, zip
+bombs, ...) is played against the grader, all of them in ONE run (in parallel) beside honest and stub
+neighbours, and none raises a grade; every honest neighbour is graded right, and nothing outlives
+the run (processes, folders, cgroups, memory).
 
 A small fixture course (tests/_grading_course.py) keeps it fast: one public exercise module (``quizex.py``: a sealed value and
 a function with one public case), its grading module (the plain value, hidden random cases), a
@@ -20,13 +21,13 @@ import nbformat
 import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import grade  # noqa: E402
-import grading  # noqa: E402
-from grading import cgroups, collect, fstree, readback, report as reports, sandbox  # noqa: E402
+from _paths import ROOT
+from grading import grade
+import grading
+from grading import cgroups, collect, fstree, readback, report as reports, sandbox
 
-from _graded_class import EVIL_NAME, LIMIT_GIB, TIMEOUT, marked_processes, sha  # noqa: E402
-from _grading_course import (CGROUP, HAVE_BWRAP, honest, make_course, needs_bwrap, notebook, run_grader, status_of) # noqa: E402
+from _graded_class import EVIL_NAME, LIMIT_GIB, TIMEOUT, marked_processes, sha
+from _grading_course import (CGROUP, HAVE_BWRAP, honest, make_course, needs_bwrap, notebook, run_grader, status_of)
 
 # grades a class in sandboxed kernels: left out of `make unit`
 pytestmark = pytest.mark.slow

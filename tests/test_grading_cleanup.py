@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 
-from grading import cgroups, sandbox  # noqa: E402
+from grading import cgroups, sandbox
 
 
 def _folder_of_a_killed_grader(workdir: Path) -> Path:

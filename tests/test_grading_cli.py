@@ -16,10 +16,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_VALUE, FAKE, GRADE, ROOT, STALL, VALUE_OK, cheat, cli, honest, make_course,  # noqa: E402
+from _paths import ROOT
+from _grading_course import (CHECK_VALUE, FAKE, GRADE, STALL, VALUE_OK, cheat, cli, honest, make_course,
                              needs_bwrap, notebook, run_grader, sandbox_processes)
-from grading import cgroups, collect, report as reports  # noqa: E402
-from grading import grade  # noqa: E402
+from grading import cgroups, collect, report as reports
+from grading import grade
 
 
 @pytest.fixture(scope="module")

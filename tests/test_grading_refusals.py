@@ -1,11 +1,11 @@
-"""The grader refuses the same library shortcuts as the practice checker (issue: bypasses)."""
+"""The grader refuses the same library shortcuts as the practice checker."""
 
 from __future__ import annotations
 
 
 import torch
 
-from grading import grader, harness  # noqa: E402
+from grading import grader, harness
 
 
 def test_the_plan_carries_each_exercises_refusals():

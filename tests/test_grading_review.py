@@ -6,16 +6,15 @@ passes; the grading seed stays secret (grading.grading_key, KeyedRandom)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import grading  # noqa: E402
-from grading import review, sandbox  # noqa: E402
-from lectorch.exercises import review as engine  # noqa: E402
-from lectorch.exercises import check, refusals  # noqa: E402
+from _paths import ROOT
+import grading
+from grading import review, sandbox
+from lectorch.exercises import review as engine
+from lectorch.exercises import check, refusals
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
@@ -580,7 +579,7 @@ def test_finite_differences_cannot_finish_the_wide_skip_grads_case():
     torch), while the chain rule passes it exactly."""
     import random
 
-    from grading import backprop
+    from grading.topics import backprop
 
     from lectorch.exercises import compare, get_exercise, run_case
 
@@ -598,7 +597,7 @@ def test_the_storage_index_is_asked_of_shapes_too_large_to_create():
     """A simulation of the storage (nested lists, an arange) cannot hold these; the strides can."""
     import random
 
-    from grading import views
+    from grading.topics import views
 
     from lectorch.exercises.seal import practice_cases
 
@@ -927,8 +926,13 @@ def _fresh_errors(nb, ex_id: str, expr: str) -> list[dict]:
     import json
     import os
 
-    sys.path.insert(0, str(ROOT / "grading" / "kernel_site"))
-    import lectorch_grading_fresh as fresh
+    import importlib.util
+
+    # the kernel's own module, loaded from its file (the kernel finds it on its sys.path)
+    spec = importlib.util.spec_from_file_location(
+        "lectorch_grading_fresh", ROOT / "grading" / "kernel_site" / "lectorch_grading_fresh.py")
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
 
     program = engine.build(nb, ex_id, expr)
     item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),

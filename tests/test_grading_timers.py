@@ -1,7 +1,7 @@
 """The grader judges the debug timers (flops-honest-timer, device-timing-debug) by the calls they
 make, as the practice check does: the sandbox runs the answer through the exercise's runner, and the
 verdict comes from the logged calls (warm-up and a sync before the clock is read), never from a
-number the simulated device holds (issue: bypasses refused; item 3)."""
+number the simulated device holds."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import inspect
 
 import pytest
 
-import grading  # noqa: E402
-from grading import grader, harness  # noqa: E402
-from grading.judge import judge  # noqa: E402
-from grading.device import time_copy  # noqa: E402
-from lectorch.exercises import get_exercise  # noqa: E402
-from test_exercises_flops import time_call  # noqa: E402  (tests/ is on sys.path)
+import grading
+from grading import grader, harness
+from grading.judge import judge
+from grading.topics.device import time_copy
+from lectorch.exercises import get_exercise
+from _answers.flops import time_call  # the honest timer the flops tests use
 
 
 # the honest answers: the reference timers the other tests use (one definition each)
@@ -111,6 +111,7 @@ TIMER_PEEK = '''def time_call(fn, sync, clock):
 
 
 @pytest.mark.skipif(not grading.sandbox.bwrap_works(), reason="bubblewrap is not usable here")
+@pytest.mark.slow  # a grading run: two sandboxed kernels
 def test_in_the_sandbox_an_honest_timer_passes_and_reading_the_devices_number_fails(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook

@@ -1,6 +1,5 @@
-"""The grader's walls against a hostile class, and two graders on one host: every attack of the issue
-"A submission can only hurt itself, round 3" replayed beside an honest neighbour, whose grades stay
-whole, with the grader responsive, its outputs written and nothing left behind.
+"""The grader's walls against a hostile class, and two graders on one host: every attack below is
+replayed beside an honest neighbour, whose grades stay whole, with the grader responsive, its outputs written and nothing left behind.
 
 * strings that no file or terminal may see (a lone surrogate, control characters) end up escaped
   in every grade; grades.json, the records, the table and ``--merge`` are written whatever they hold;
@@ -38,10 +37,11 @@ import zipfile
 import nbformat
 import pytest
 
-from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, GRADE, ROOT, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
-from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under  # noqa: E402
-from grading import collect, fstree, judge, readback, report as reports, sandbox  # noqa: E402
-from grading import grade  # noqa: E402
+from _paths import ROOT
+from _grading_course import (CHECK_FUNC, CHECK_VALUE, FAKE, FUNC_OK, GRADE, VALUE_OK, cli, honest, make_course, needs_bwrap, notebook, status_of)
+from _graded_class import MODULUS, STUDENT_S, TIMEOUT, mounts_under
+from grading import collect, fstree, judge, readback, report as reports, sandbox
+from grading import grade
 
 KEY_SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 
@@ -72,8 +72,12 @@ def course(tmp_path_factory):
 # ------------------------------------------------------------------------- the parts, no sandbox
 
 
+#: lone surrogates, a terminal escape, a newline, a right-to-left override
+EVIL = "a\ud800b\x1b[2K\nc\udcff\u202e"
+
+
 def test_output_survives_any_string(tmp_path):
-    evil = "a\ud800b\x1b[2K\nc\udcff\u202e"
+    evil = EVIL
     grade_ = reports.Grade(evil, "quiz.ipynb", "quiz-scale", "error", f"your function raised ValueError: {evil}.")
     run = reports.Run(evil, "quiz.ipynb", "ok", 1.0, evil, evil)
     for text in (grade_.submission, grade_.message, run.detail, run.where):
@@ -97,7 +101,18 @@ def test_output_survives_any_string(tmp_path):
     assert json.loads((tmp_path / "raw.json").read_text(encoding="utf-8")) == {"x": "\ud800"}
     merged = reports.merge([records])
     assert merged.grades == [grade_]
-    # the documented way back, the command line's --merge, on the same records
+
+
+@pytest.mark.slow  # a grader process of its own
+def test_the_merge_command_writes_any_string(tmp_path):
+    """The documented way back, the command line's --merge, on records that hold such a string."""
+    evil = EVIL
+    grade_ = reports.Grade(evil, "quiz.ipynb", "quiz-scale", "error", f"your function raised ValueError: {evil}.")
+    records = tmp_path / "grades.jsonl"
+    log = reports.Records(records, {"isolation": "isolation", "bundle": {"fingerprint": "x"}, "shard": "1/1"})
+    log.add(reports.Run(evil, "quiz.ipynb", "ok", 1.0, evil, evil), [grade_])
+    log.finish(1)
+    log.close()
     out = subprocess.run([*GRADE, "--merge", str(records), "--json", str(tmp_path / "merged.json")],
                          capture_output=True, env={**os.environ, "LANG": "C"}, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -120,6 +135,10 @@ def test_a_record_is_bounded_before_it_is_built(tmp_path):
     assert lists.stat().st_size <= readback.JSON_MAX
     with pytest.raises(ValueError, match="items"):
         readback.read_record(lists)
+
+
+@pytest.mark.slow  # a decoding process of its own (torch imported), a million lists built in it
+def test_a_torch_record_is_decoded_in_a_child_under_limits(tmp_path):
     # a torch pickle of EMPTY_LIST opcodes: loaded by a child process under limits, not by the grader
     bomb = tmp_path / "bomb.pt"
     bomb.write_bytes(empty_list_archive(2**20))

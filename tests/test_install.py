@@ -15,7 +15,7 @@ import torch
 
 import lock
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 PYENV = Path.home() / ".pyenv" / "versions"
 
 

@@ -15,9 +15,10 @@ import socket
 import subprocess
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+
+from _paths import ROOT
 
 pytestmark = pytest.mark.rehearsal  # a user's whole path, run for real: `make rehearse`
 
@@ -25,7 +26,6 @@ pytest.importorskip("jupyterlab", reason="make lab installs requirements-lab.txt
 requests = pytest.importorskip("requests")
 websocket = pytest.importorskip("websocket")
 
-ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "05_flops_mfu.ipynb"
 
 

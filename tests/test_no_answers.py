@@ -1,4 +1,4 @@
-"""Nothing a student receives holds an answer (issue 20, item 1).
+"""Nothing a student receives holds an answer.
 
 Everything a student gets is scanned: the installed package ``lectorch/``, the student notebooks
 (``python -m grading student``'s output) and, when it is built, the class edition of the book
@@ -31,9 +31,9 @@ import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import expected_values, hidden_cases  # noqa: E402
-from lectorch.exercises import exercises  # noqa: E402
+from _paths import ROOT
+from grading import expected_values, hidden_cases, load_topics
+from lectorch.exercises import exercises
 
 #: extra folders to scan, e.g. a class edition built elsewhere
 SCAN_ENV = "LECTORCH_SCAN_DIRS"
@@ -152,27 +152,16 @@ KNOWN = {
 FROM_THE_STUDENTS_OWN_CODE = {"train-resume"}
 
 
-def _grading_modules() -> dict:
-    """The grading modules, imported once per test run (``topic_modules`` re-executes them)."""
-    import importlib
-
-    import grading
-
-    names = [p.stem for p in sorted(grading.GRADING_DIR.glob("*.py"))
-             if not p.stem.startswith("_") and p.stem not in grading._NOT_TOPICS]
-    return {name: importlib.import_module(f"grading.{name}") for name in names}
-
-
 @pytest.fixture(scope="module")
 def secrets() -> dict:
-    modules = _grading_modules()
-    values = {ex_id: v for ex_id, v in expected_values(modules).items()
+    topics = load_topics()
+    values = {ex_id: v for ex_id, v in expected_values(topics).items()
               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     hidden: dict[str, list[tuple[float, int]]] = {}
     for ex_id, ex in exercises().items():
         if ex.kind != "function" or ex_id in FROM_THE_STUDENTS_OWN_CODE:
             continue
-        for case in hidden_cases(modules, ex_id, random.Random(f"scan:{ex_id}")):
+        for case in hidden_cases(topics, ex_id, random.Random(f"scan:{ex_id}")):
             inputs = set(_leaves((case.args, case.kwargs)))
             hidden.setdefault(ex_id, []).extend(
                 (x, digits) for x, digits in _hidden_leaves(case.expected) if _worth_scanning(x) and x not in inputs)
@@ -282,12 +271,14 @@ def ratio_findings(numbers: dict, secrets: dict, pages: dict) -> list[tuple]:
     return found
 
 
+@pytest.mark.slow  # writes the student edition of every chapter and reads all of it: `make test`
 def test_student_material_holds_no_answer(material, secrets):
     assert material["files"] > 50  # the package and the notebooks were read
     found = direct_findings(material["numbers"], secrets)
     assert not found, "\n".join(map(str, found))
 
 
+@pytest.mark.slow  # the same material
 def test_no_long_literal_gives_an_answer_with_a_number_of_its_page(material, secrets):
     found = ratio_findings(material["numbers"], secrets, _page_numbers())
     assert not found, "\n".join(map(str, found))

@@ -4,12 +4,11 @@ diff then shows only what changed. `make execute` strips them (tools/strip_noteb
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 NOTEBOOKS = sorted((ROOT / "chapters").rglob("*.ipynb"))
 _spec = importlib.util.spec_from_file_location("strip_notebook_metadata", ROOT / "tools" / "strip_notebook_metadata.py")
 strip_tool = importlib.util.module_from_spec(_spec)

@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import plain_notebook  # noqa: E402
+from _paths import ROOT
+import plain_notebook
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 LANGUAGES = ("en", "zh_CN")
@@ -107,9 +107,9 @@ def test_the_downloaded_notebook_runs_from_the_top_in_a_plain_kernel(built_book,
     from nbclient import NotebookClient
 
     import lectorch.exercises
-    import test_student_and_grading as student
+    import _chapters
 
-    chapter = CHAPTERS[3]  # every chapter's English student notebook runs in test_student_and_grading
+    chapter = CHAPTERS[3]  # every chapter's English student notebook runs in test_student_and_grading.py
     (download,) = _downloads(built_book / "zh" / "chapters" / f"{chapter.stem}.html")
     nb = nbformat.read(download, as_version=4)
     reference = nbformat.read(chapter, as_version=4)
@@ -121,8 +121,8 @@ def test_the_downloaded_notebook_runs_from_the_top_in_a_plain_kernel(built_book,
     NotebookClient(nb, timeout=180, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path / "run")}}).execute()
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["exercise"] for r in rows] == student.exercise_ids(chapter)
-    debug = student.debug_exercises(chapter)
+    assert [r["exercise"] for r in rows] == _chapters.exercise_ids(chapter)
+    debug = _chapters.debug_exercises(chapter)
     assert all(r["status"] == "not implemented" or (r["exercise"] in debug and r["status"] in ("failed", "error"))
                for r in rows), rows
     shown = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]

@@ -5,27 +5,23 @@ exercise, the student stub passes none. Attacks on the grader: tests/test_gradin
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
-from grading import grade  # noqa: E402
-import grading  # noqa: E402
-from grading import student as student_edition  # noqa: E402
+from _paths import ROOT
+from grading import grade
+import grading
+from grading import student as student_edition
+from _chapters import debug_exercises, exercise_ids
 
 # runs notebooks in kernels (the student edition, the grader): left out of `make unit`
 pytestmark = pytest.mark.slow
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_00 = ROOT / "chapters" / "00_napkin_math.ipynb"
-
-
-def exercise_ids(chapter: Path) -> list[str]:
-    return [ex_id for ex_id, _ in grading.check_calls(grading.read_notebook_json(chapter))]
 
 
 @pytest.fixture(scope="module")
@@ -119,21 +115,6 @@ def test_student_notebook_runs_and_every_check_says_not_implemented(chapter, stu
     # a stub says "not implemented"; a debug exercise's stub is the buggy code, which must fail
     assert all(r["status"] == "not implemented" or (r["exercise"] in debug and r["status"] in ("failed", "error"))
                for r in rows), rows
-
-
-def debug_exercises(chapter) -> set[str]:
-    """Exercises whose stub is runnable code (the bug to fix) rather than `...`/NotImplementedError:
-    the stub of the last solution cell before each check cell."""
-    found, stub = set(), None
-    for cell in nbformat.read(chapter, as_version=4).cells:
-        if cell.cell_type != "code":
-            continue
-        if "solution" in cell.metadata.get("tags", []):
-            stub = cell.metadata.get("lectorch", {}).get("stub", "")
-        for ex in re.findall(r"""lectorch\.check\(\s*["']([\w.-]+)["']""", cell.source):
-            if stub is not None and "..." not in stub and "NotImplementedError" not in stub:
-                found.add(ex)
-    return found
 
 
 @pytest.mark.slow

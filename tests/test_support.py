@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
@@ -17,7 +16,7 @@ import lock
 import sphinx_lectorch
 import torch_matrix
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 PAGES = {"README.md": ROOT / "README.md", "running": ROOT / "chapters" / "reference" / "running.md",
          "intro": ROOT / "chapters" / "intro.md"}
 CATALOGS = {name: ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "chapters" / f"{name}.po"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-import i18n  # noqa: E402
-import sphinx_lectorch_i18n as ui  # noqa: E402
+from _paths import ROOT
+import i18n
+import sphinx_lectorch_i18n as ui
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN = re.compile(r"[A-Za-z]")
@@ -195,7 +195,7 @@ from _tour import Visit  # noqa: E402
 
 
 @pytest.mark.browser
-def test_zh_search_finds_a_chinese_word(browser, server):  # noqa: F811
+def test_zh_search_finds_a_chinese_word(browser, server):
     visit = Visit(browser, server, "zh/search.html?q=张量")
     try:
         visit.page.wait_for_selector("#search-results ul.search li", timeout=20000)
@@ -205,7 +205,7 @@ def test_zh_search_finds_a_chinese_word(browser, server):  # noqa: F811
 
 
 @pytest.mark.browser
-def test_language_switch_and_cjk_font_work_in_the_browser(browser, server):  # noqa: F811
+def test_language_switch_and_cjk_font_work_in_the_browser(browser, server):
     visit = Visit(browser, server, "chapters/03_strides_views.html")
     try:
         visit.page.click("p.lectorch-lang-switch a")

@@ -9,13 +9,12 @@ form (全角括号: 步幅（stride）), and not again later in that chapter."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-import i18n  # noqa: E402
+import i18n
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 
 #: (banned in a translation, the course's rendering, only where the English matches this, or None)
 BANNED = [

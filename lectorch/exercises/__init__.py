@@ -111,7 +111,7 @@ class Exercise:
     ``generate(rng)``). ``hint``: one nudge or a tuple of nudges, shown from the second failure on.
     ``slips`` maps a ratio answer/expected to the mistake it reveals, e.g. ``{0.5: "one week?"}``;
     for a sealed answer it maps a slip's name to its message, and the wrong value it names is
-    sealed in ``_seals.SLIPS`` (plain in ``grading/<topic>.py``'s ``SLIPS``), so no ratio gives the
+    sealed in ``_seals.SLIPS`` (plain in ``grading/topics/<topic>.py``'s ``SLIPS``), so no ratio gives the
     answer away.
     ``compare(got, expected)`` replaces the default comparison; it returns None when equal, else a
     message. ``summary`` is what the static book shows in place of a result (derived if empty).
@@ -154,7 +154,7 @@ class Exercise:
     def takes_function(self) -> bool:
         """True when the answer is a function run on cases: a function exercise, or a value or
         prediction exercise asked as a function of its setting (its public case is the page's
-        numbers, sealed; the grader adds hidden settings from ``grading/<topic>.py``)."""
+        numbers, sealed; the grader adds hidden settings from ``grading/topics/<topic>.py``)."""
         return self.kind == "function" or bool(self.cases or self.generate)
 
     @property

@@ -7,7 +7,7 @@
 - ``backprop-skip-grads`` (implement): the weight gradients of a ReLU layer with a skip connection,
   by hand.
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/backprop.py``.
+Expected values are sealed; the plain values and the hidden cases live in ``grading/topics/backprop.py``.
 Every function case's expected value comes from torch itself (FlopCounterMode, autograd), computed
 there (``REFERENCE``); the package holds the public cases' results only as seals.
 """
@@ -24,7 +24,7 @@ from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.seal import close, how_far, public_cases
 
 # the predict-then-measure ratio and the tied-weight FLOPs are functions of their setting: the
-# page's numbers are the public case (sealed); the grader tries hidden ones (grading/backprop.py)
+# page's numbers are the public case (sealed); the grader tries hidden ones (grading/topics/backprop.py)
 _TIME_RATIO = Sealed.stored("backprop-time-ratio")
 _TIED = Sealed.stored("backprop-tied-flops")
 _FLOP_COUNTERS = ("lectorch.backprop.mlp_flops", "lectorch.backprop.cruncher_flops", "lectorch.backprop.measured_flops",

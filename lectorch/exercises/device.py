@@ -1,6 +1,6 @@
 """Exercises of chapter 02, device placement.
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/device.py``.
+Expected values are sealed; the plain values and the hidden cases live in ``grading/topics/device.py``.
 The timing exercise runs the student's function against :class:`SimulatedStream`, a deterministic
 stand-in for an asynchronous GPU stream (its clock only moves when the host works or waits).
 """
@@ -18,7 +18,7 @@ from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.seal import close, public_cases
 
 # asked as functions of their setting: the page's numbers are the public case (sealed); the
-# grader tries hidden tensors and links (grading/device.py)
+# grader tries hidden tensors and links (grading/topics/device.py)
 _GPU_BYTES = Sealed.stored("device-gpu-bytes")
 _H2D = Sealed.stored("device-h2d-seconds")
 

@@ -6,7 +6,7 @@
 - ``einsum-gqa-scores`` (implement): attention scores for grouped-query attention with einsum.
 - ``einsum-center-tokens`` (debug): a ``reduce`` whose result broadcasts against the wrong axis.
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/einsum.py``.
+Expected values are sealed; the plain values and the hidden cases live in ``grading/topics/einsum.py``.
 Function cases take their expected values from torch (``repeat_interleave`` + ``@``; ``mean``).
 """
 
@@ -81,7 +81,7 @@ register(
 LAYER = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "mlp_width": 14336}
 
 #: asked as a function of the layer's shapes: the page's layer is the public case (sealed); the
-#: grader tries hidden layers (grading/einsum.py), counted by FlopCounterMode on the meta device
+#: grader tries hidden layers (grading/topics/einsum.py), counted by FlopCounterMode on the meta device
 _CROSSOVER = Sealed.stored("einsum-layer-crossover")
 
 register(

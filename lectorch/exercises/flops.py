@@ -7,7 +7,7 @@
   statistic, run against a simulated asynchronous device.
 
 Expected values are sealed; the plain values, the references of the function cases and the
-hidden cases live in ``grading/flops.py``.
+hidden cases live in ``grading/topics/flops.py``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ register(
         kind="prediction",
         expected=_TIME_RATIO,
         # the page's matmuls are the public case (sealed); the grader tries hidden pairs, both
-        # compute-bound in fp32 on every GPU of the table (grading/flops.py)
+        # compute-bound in fp32 on every GPU of the table (grading/topics/flops.py)
         cases=(Case(args=(RATIO_SMALL, RATIO_LARGE), expected=_TIME_RATIO,
                     description="A = (512, 1024) @ (1024, 512), B = (1024, 2048) @ (2048, 1024)"),),
         rtol=_TIME_RATIO.rtol,

@@ -7,7 +7,7 @@
 - ``init-variant-params`` (derive): the parameter count of a Cruncher variant with biases.
 
 Expected values are sealed; the plain values, the references that compute the function cases'
-results and the hidden cases live in ``grading/init.py`` (``REFERENCE``).
+results and the hidden cases live in ``grading/topics/init.py`` (``REFERENCE``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from lectorch.exercises import Case, Exercise, GeneratorSeed, Sealed, register
 from lectorch.exercises.seal import close, public_cases
 
 # the ReLU-depth prediction and the variant's parameter count are functions of their setting: the
-# page's numbers are the public case (sealed); the grader tries hidden ones (grading/init.py)
+# page's numbers are the public case (sealed); the grader tries hidden ones (grading/topics/init.py)
 _RELU_DEPTH = Sealed.stored("init-relu-depth")
 _VARIANT = Sealed.stored("init-variant-params")
 

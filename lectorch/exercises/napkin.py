@@ -1,6 +1,6 @@
 """Exercises of chapter 00, napkin math.
 
-The expected values are sealed; the plain values and the hidden cases live in ``grading/napkin.py``.
+The expected values are sealed; the plain values and the hidden cases live in ``grading/topics/napkin.py``.
 The three value exercises are functions of their setting: the page's numbers are their public case.
 """
 
@@ -16,7 +16,7 @@ from lectorch import napkin
 from lectorch.exercises import Case, Exercise, Sealed, register
 
 # value exercises asked as functions of their setting: the page's numbers are the public case
-# (sealed); the grader runs the student's function on hidden settings (grading/napkin.py)
+# (sealed); the grader runs the student's function on hidden settings (grading/topics/napkin.py)
 _TWO_WEEKS = Sealed.stored("napkin-two-weeks")
 _EIGHT_BIT = Sealed.stored("napkin-8bit-adam-bytes")
 _ZERO2 = Sealed.stored("napkin-zero2-params")

@@ -7,7 +7,7 @@
   ``torch.nn.utils.clip_grad_norm_``.
 - ``optim-step-peak`` (predict, then measure): the peak live bytes of one training step.
 
-Every expected result comes from torch itself, on the instructor's side (``grading/optim.py``'s
+Every expected result comes from torch itself, on the instructor's side (``grading/topics/optim.py``'s
 ``REFERENCE``): the package holds the public cases' results only as seals
 (``lectorch.exercises.seal``), and the prediction's physics answer as a seal.
 """
@@ -277,7 +277,7 @@ register(
 # --- predict, then measure: the peak of a training step -------------------------------------------
 
 #: asked as a function of its setting: the page's numbers are the public case (sealed); the grader
-#: tries hidden widths, depths and batches (grading/optim.py), each batch at least 4× the width
+#: tries hidden widths, depths and batches (grading/topics/optim.py), each batch at least 4× the width
 _STEP_PEAK = Sealed.stored("optim-step-peak")
 
 register(

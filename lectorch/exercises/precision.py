@@ -1,7 +1,7 @@
 """Exercises of chapter 01, precision (dtypes).
 
 Expected values are sealed; the plain values, the references of the function cases (torch's
-byte count and log_softmax) and the hidden cases live in ``grading/precision.py``.
+byte count and log_softmax) and the hidden cases live in ``grading/topics/precision.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.seal import mismatch, public_cases
 
 # asked as functions of their setting: the page's numbers are the public case (sealed); the
-# grader tries hidden integers and steps (grading/precision.py)
+# grader tries hidden integers and steps (grading/topics/precision.py)
 _BF16_257 = Sealed.stored("precision-bf16-257")
 _STALL = Sealed.stored("precision-bf16-stall")
 

@@ -8,7 +8,7 @@
 - ``scale-int4-bytes`` (derive): the bytes of a 70B model in int4 with per-group scales and zeros.
 
 Plain answers, the references of the function cases (``saved_tensors_hooks`` on a real model) and
-hidden cases live in ``grading/scale.py``; the package holds only seals.
+hidden cases live in ``grading/topics/scale.py``; the package holds only seals.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from lectorch.exercises import Case, Exercise, Sealed, register
 from lectorch.exercises.seal import public_cases
 
 # HFU and int4 bytes are functions of their setting: the page's numbers are the public case
-# (sealed); the grader tries hidden runs and group sizes (grading/scale.py)
+# (sealed); the grader tries hidden runs and group sizes (grading/topics/scale.py)
 _HFU = Sealed.stored("scale-hfu")
 _INT4 = Sealed.stored("scale-int4-bytes")
 
@@ -69,7 +69,7 @@ CKPT_TIME_MODEL = {"batch_size": 8, "context_length": 32, "dim": 64, "num_layers
                    "vocab_size": 2048}
 
 #: asked as a function of the model: the page's model is the public case (sealed); the grader tries
-#: hidden TinyLMs (grading/scale.py), their FLOPs counted by FlopCounterMode
+#: hidden TinyLMs (grading/topics/scale.py), their FLOPs counted by FlopCounterMode
 _CKPT_TIME = Sealed.stored("scale-ckpt-time")
 
 register(

@@ -7,7 +7,7 @@
 - ``train-ckpt-size`` (predict, then measure): the bytes of a checkpoint of another model.
 
 Expected results come from torch itself (the generator's own draw, torch's cosine scheduler, one
-SGD step on the concatenated batch), computed on the instructor's side (``grading/train.py``'s
+SGD step on the concatenated batch), computed on the instructor's side (``grading/topics/train.py``'s
 ``REFERENCE``: the package holds the public cases' results only as seals), or from the snippet's
 own uninterrupted run; the prediction's physics answer is sealed.
 
@@ -590,7 +590,7 @@ register(
         title="ckpt_bytes(vocab_size, dim, num_layers): the bytes of a TinyLM's checkpoint with AdamW",
         kind="prediction",
         expected=_CKPT_SIZE,
-        # the page's model is the public case (sealed); the grader tries hidden models (grading/train.py)
+        # the page's model is the public case (sealed); the grader tries hidden models (grading/topics/train.py)
         cases=(Case(args=(64, 96, 3), expected=_CKPT_SIZE, description="V = 64, D = 96, 3 blocks"),),
         rtol=_CKPT_SIZE.rtol,
         refuse_what="the prediction",

@@ -7,9 +7,9 @@
 - ``views-permute-slice`` (derive): strides and offset after a permute, slices and an index.
 - ``views-merge-heads`` (debug): a ``.view`` on a transposed tensor raises; fix it.
 
-Expected values are sealed; the plain values and the hidden cases live in ``grading/views.py``.
+Expected values are sealed; the plain values and the hidden cases live in ``grading/topics/views.py``.
 Function cases take their expected values from torch itself (a transposed tensor's strides; the
-heads concatenated with ``torch.cat``), computed in ``grading/views.py`` (``REFERENCE``); the
+heads concatenated with ``torch.cat``), computed in ``grading/topics/views.py`` (``REFERENCE``); the
 package holds the public cases' results only as seals.
 """
 
@@ -78,7 +78,7 @@ register(
 
 # --- 2. the storage index of an element of a strided slice -----------------------------------------
 #: asked as a function of its setting: the page's slice is the public case (sealed); the grader tries
-#: hidden shapes, slices and elements (grading/views.py), read from torch
+#: hidden shapes, slices and elements (grading/topics/views.py), read from torch
 _STORAGE_INDEX = Sealed.stored("views-storage-index")
 
 register(
@@ -157,7 +157,7 @@ def compare_letters(got: Any, expected: str) -> str | None:
 
 
 #: asked as a function of x's shape: the page's 4×4 x is the public case (sealed); the grader tries
-#: hidden shapes, rows or columns of 1 and odd widths among them (grading/views.py), read from torch
+#: hidden shapes, rows or columns of 1 and odd widths among them (grading/topics/views.py), read from torch
 _WHICH_COPY = _LetterSeal(Sealed.stored("views-which-copy").token)
 
 register(
@@ -183,7 +183,7 @@ register(
 
 # --- 4. strides and offset after a permute, slices and an index ------------------------------------
 #: asked as a function of x's shape: the page's shape is the public case (sealed); the grader tries
-#: hidden 4-D shapes (grading/views.py), read from torch
+#: hidden 4-D shapes (grading/topics/views.py), read from torch
 _PERMUTE_SLICE = Sealed.stored("views-permute-slice")
 
 

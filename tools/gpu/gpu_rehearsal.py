@@ -31,10 +31,9 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools" / "gpu"))
+import gpu_box  # this folder's: a script's own folder is on its sys.path
 
-import gpu_box  # noqa: E402
+ROOT = gpu_box.ROOT
 
 BOX_MIB = 64  # what the device tool sends: the working tree and the carried paths together
 PYPI = "https://pypi.org/simple"

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from lectorch.exercises import backprop as ex
+from grading.topics import Topic
 
 B, D, H = 64, 512, 128
 
@@ -161,3 +162,6 @@ def _practice() -> dict:
 #: public practice settings (answers sealed in the package)
 PRACTICE = {"backprop-time-ratio": lambda: _practice()["backprop-time-ratio"],
             "backprop-tied-flops": lambda: _practice()["backprop-tied-flops"]}
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

@@ -10,6 +10,7 @@ import random
 
 from lectorch import hardware, napkin
 from lectorch.exercises import Case
+from grading.topics import Topic
 
 _H100 = hardware.get_gpu("H100 SXM")
 
@@ -132,3 +133,6 @@ PRACTICE = {
     "napkin-zero2-params": lambda: _practice(zero2_params, [((8, 24e9), "8 GPUs of 24 GB"),
                                                             ((1, 80e9), "one GPU: nothing to shard")]),
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=HIDDEN, slips=SLIPS, practice=PRACTICE)

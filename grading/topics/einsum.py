@@ -16,6 +16,7 @@ from einops import einsum, rearrange
 from lectorch.exercises import Case
 from lectorch.exercises import einsum as ex
 from lectorch.flops import count_flops
+from grading.topics import Topic
 
 
 def layer_flops(seq: int, *, hidden: int, heads: int, kv_heads: int, head_dim: int,
@@ -178,3 +179,6 @@ PRACTICE = {
                                        for s, d in [((2048, 16, 16, 128, 8192), "full K/V, 16 heads"),
                                                     ((1024, 8, 2, 128, 4096), "2 K/V heads")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

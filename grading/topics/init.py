@@ -15,6 +15,7 @@ from torch import nn
 
 from lectorch import init as lectorch_init
 from lectorch.exercises import init as ex
+from grading.topics import Topic
 
 DIM, LAYERS, OUT = 768, 12, 10
 
@@ -140,3 +141,6 @@ PRACTICE = {
     "init-variant-params": lambda: _practice_cases(variant_params, [((64, 2, 3), "D = 64, 2 layers, 3 outputs"),
                                                                     ((10, 1, 1), "D = 10, one layer, one output")]),
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

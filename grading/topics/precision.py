@@ -12,6 +12,7 @@ import torch
 
 from lectorch import dtypes
 from lectorch.exercises import Case
+from grading.topics import Topic
 
 # bf16 rounds 257 (a tie between 256 and 258) to the even mantissa
 _BF16_257 = torch.tensor(257.0, dtype=torch.bfloat16).item()
@@ -154,3 +155,6 @@ PRACTICE = {
     "precision-bf16-stall": lambda: [Case(args=(s,), expected=_stall_of(s), description=f"adding {s}")
                                      for s in (0.001, 0.1, 0.3)],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=HIDDEN, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

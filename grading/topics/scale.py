@@ -17,13 +17,17 @@ from lectorch.flops import count_flops
 from lectorch.models import TinyLM
 from lectorch.step_memory import saved_tensors
 from lectorch.train import lm_loss, predicted_saved_bytes
+from grading.topics import Topic
 
 
 def _step_flops(checkpointing: bool, m: dict = ex.CKPT_TIME_MODEL) -> int:
     import torch
 
-    model = TinyLM(m["vocab_size"], m["dim"], m["num_layers"], checkpointing=checkpointing)
-    ids = torch.zeros(m["batch_size"], m["context_length"], dtype=torch.long)
+    # on the meta device: FlopCounterMode counts from the shapes alone, so the count is the one a
+    # real step gives, without the arithmetic
+    with torch.device("meta"):
+        model = TinyLM(m["vocab_size"], m["dim"], m["num_layers"], checkpointing=checkpointing)
+        ids = torch.zeros(m["batch_size"], m["context_length"], dtype=torch.long)
     return count_flops(lambda: lm_loss(model(ids), ids).backward()).total
 
 
@@ -154,3 +158,6 @@ PRACTICE = {
     "scale-int4-bytes": lambda: [Case(args=s, expected=int4_bytes(*s), description=d) for s, d in [
         ((7e9, 128), "7B parameters, groups of 128"), ((1e9, 32), "1B parameters, groups of 32")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

@@ -14,6 +14,7 @@ from lectorch.exercises import flops as ex
 from lectorch.flops import linear_flops
 from lectorch.hardware import GPUS, get_gpu
 from lectorch.roofline import matmul_intensity
+from grading.topics import Topic
 
 
 def time_ratio() -> float:
@@ -140,3 +141,6 @@ PRACTICE = {
                                  for s, d in [(((1024, 1024, 1024), (2048, 1024, 1024)), "twice the rows"),
                                               (((2048, 2048, 2048), (1024, 1024, 1024)), "the larger one first")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from lectorch.exercises import GeneratorSeed
 from lectorch.exercises import train as ex
 from lectorch.models import TinyLM
+from grading.topics import Topic
 
 _CKPT_PARAMS = sum(p.numel() for p in TinyLM(**ex.CKPT_MODEL).parameters())
 
@@ -180,3 +181,6 @@ def hidden_cases(exercise_id: str, rng: random.Random) -> list:
                 ex.resume_case(rng.randrange(10**6), 12, 11),
                 ex.resume_case(rng.randrange(10**6), 10, rng.randint(2, 8))]
     return []
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, practice=PRACTICE)

@@ -15,6 +15,7 @@ from lectorch.dtypes import bytes_per_element
 from lectorch.exercises import Case
 from lectorch.exercises.device import stream_case
 from lectorch.transfer import pcie_bytes_per_s
+from grading.topics import Topic
 
 EXPECTED = {
     "device-gpu-bytes": 256 * 4096 * bytes_per_element("fp16"),
@@ -137,3 +138,6 @@ PRACTICE = {
         (((4096, 4096), torch.float32, 4), "float32 (4096, 4096) over PCIe 4"),
         (((1024, 1000), torch.int8, 3), "int8 (1024, 1000) over PCIe 3")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=HIDDEN, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

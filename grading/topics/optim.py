@@ -14,6 +14,7 @@ import torch
 from lectorch import step_memory
 from lectorch.exercises import Case
 from lectorch.exercises import optim as ex
+from grading.topics import Topic
 
 PEAK_CONFIG = dict(dim=64, num_layers=2, batch=2048, optimizer="sgd", dtype="fp32")
 
@@ -138,3 +139,6 @@ PRACTICE = {
     "optim-step-peak": lambda: [Case(args=s, expected=step_peak(*s), description=d) for s, d in [
         ((32, 3, 256), "D = 32, 3 layers, batch 256"), ((128, 6, 1024), "D = 128, 6 layers, batch 1024")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)

@@ -14,6 +14,7 @@ import torch
 from lectorch.exercises import Case
 from lectorch.exercises import views as ex
 from lectorch.views import shares_storage
+from grading.topics import Topic
 
 
 def storage_index(shape=(6, 8), row_start=1, col_start=2, col_step=3, i=2, j=1) -> int:
@@ -159,3 +160,6 @@ PRACTICE = {
         (((200_000, 300_000), 7, 5, 3, 1000, 2000), "a (200000, 300000) x, too large to create, "
                                                      "y = x[7:, 5::3], y[1000, 2000]")]],
 }
+
+
+TOPIC = Topic(expected=EXPECTED, hidden=hidden_cases, reference=REFERENCE, slips=SLIPS, practice=PRACTICE)
