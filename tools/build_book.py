@@ -165,7 +165,7 @@ EDITIONS: dict[str, Edition] = {
 #: page, so a change to them rebuilds nothing (tests/test_book_stamp.py checks the imports).
 BOOK_TOOLS = tuple(f"tools/{name}" for name in (
     "build_book.py", "class_edition.py", "i18n.py", "plain_notebook.py", "sphinx_lectorch.py",
-    "sphinx_lectorch_i18n.py", "book_light.py", "torch_matrix.py", "lock.py", "reader_metrics.py", "serve.py",
+    "sphinx_lectorch_i18n.py", "book_light.py", "book_css.py", "torch_matrix.py", "lock.py", "reader_metrics.py", "serve.py",
     "book_layout", "book_static", "book_templates", "i18n_static"))
 #: Everything the builds read: a change to any file under these rebuilds.
 INPUTS = ("_config.yml", "_toc.yml", "pyproject.toml", "chapters", "locales", "lectorch", "grading", *BOOK_TOOLS,
