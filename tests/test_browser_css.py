@@ -16,7 +16,8 @@ import book_css  # noqa: E402
 import serve  # noqa: E402
 
 #: pages of both editions with the most kinds of parts: panels, math, exercises, admonitions, search
-PAGES = ("chapters/05_flops_mfu.html", "zh/chapters/08_optimizers_memory.html", "zh/search.html", "glossary.html")
+PAGES = ("chapters/05_flops_mfu.html", "zh/chapters/08_optimizers_memory.html", "zh/search.html",
+         "chapters/reference/glossary.html")
 #: what a reader sees of an element: its box, and its style and its ::before's and ::after's in the
 #: properties that draw (every property of every element takes minutes on a long page)
 DRAWN = ["display", "position", "visibility", "opacity", "z-index", "color", "background-color",
@@ -27,14 +28,17 @@ DRAWN = ["display", "position", "visibility", "opacity", "z-index", "color", "ba
          "content", "cursor", "list-style-type", "vertical-align", "padding-top", "padding-left", "margin-top",
          "margin-left", "width", "height", "max-width", "flex-direction", "justify-content", "align-items",
          "filter", "float", "clear", "top", "left"]
-STYLES = """(props) => Array.from(document.querySelectorAll('*')).map(e => {
+STYLES = """(props) => { window.scrollTo(0, 0);  // positions as drawn, not as scrolled (the theme scrolls its sidebar when its script runs)
+  for (const e of document.querySelectorAll('*')) if (e.scrollTop || e.scrollLeft) e.scrollTop = e.scrollLeft = 0;
+  // a <br>'s box is a caret position, which the line's glyphs' arrival moves (its line's box is compared)
+  return Array.from(document.querySelectorAll('*')).filter(e => e.tagName !== 'BR').map(e => {
   const r = e.getBoundingClientRect(), parts = [e.tagName + '.' + e.getAttribute('class'), r.x, r.y, r.width, r.height];
   for (const pseudo of [null, '::before', '::after']) {
     const s = getComputedStyle(e, pseudo);
     for (const p of props) parts.push(p + ':' + s.getPropertyValue(p));
   }
   return parts.join(';');
-})"""
+}); }"""
 
 
 def test_a_rule_stays_when_any_selector_can_match():
