@@ -15,7 +15,8 @@
    waits its round trip, six at a time, and a page's scripts wait for every stylesheet before it:
    the theme's dozen stylesheets become one file, each run of scripts loaded the same way one file
    (in their order), and MathJax (264 KB) is fetched once the page's own scripts have run, not
-   beside the files the panels wait for.
+   beside the files the panels wait for. That one stylesheet is then cut to the rules the book's
+   pages and scripts can use (``book_css.py``): under half its gzipped bytes to wait for.
 4. Figures without invisible digits: Matplotlib writes its SVGs' coordinates to a millionth of a
    point; the book's copies keep a hundredth (:func:`round_svg`), a third fewer bytes.
 """
@@ -28,6 +29,8 @@ import json
 import os
 import re
 from pathlib import Path
+
+import book_css  # tools/book/, beside this module
 
 #: Font Awesome's icon map in the theme's stylesheet: ``.fa-bars:before{content:"\\f0c9"}``
 ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?::)?before,?)+)\{content:"\\([0-9a-f]+) ?"\}')
@@ -290,6 +293,7 @@ def _build_finished(app, exception) -> None:
         return
     outdir = Path(app.outdir)
     bundle_pages(outdir)
+    book_css.prune_bundles(outdir, pages(outdir))  # the bundled stylesheet cut to the rules the pages use
     round_figures(outdir)
     subset_icon_fonts(outdir)
     if not app.config.language.startswith("zh"):  # a Chinese page uses the whole font
