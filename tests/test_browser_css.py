@@ -131,6 +131,7 @@ def _changed(before: dict[str, list[str]], after: dict[str, list[str]]) -> dict[
 
 
 @pytest.mark.browser
+@pytest.mark.rehearsal  # every element's drawn style on four pages in six views: minutes (`make rehearse`, CI)
 @pytest.mark.parametrize("viewport", [_tour.PHONE, _tour.DESKTOP], ids=["phone", "desktop"])
 def test_the_cut_stylesheet_draws_the_pages_as_the_full_one(browser, book, viewport):
     httpd = serve.start(book)
