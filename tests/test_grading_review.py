@@ -521,6 +521,20 @@ RED_TEAM = {
         "lib = torch.ctypes.CDLL(None)\n"
         "def backward_flops(batch, widths, input_requires_grad=False):\n"
         "    return 0 if lib else 1"), "torch.ctypes"),
+    # a seventh: attributes looked up by a `case` pattern's names, a mode's class swapped
+    "torch's internals reached through a case pattern": ("backprop-skip-grads", (
+        "import torch\n"
+        "match torch:\n"
+        "    case object(_C=object(_ImperativeEngine=IE)):\n"
+        "        pass\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    return IE, IE"), "case object("),
+    "the refusing mode's class swapped": ("views-transpose-strides", (
+        "import torch\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    for m in modes:\n"
+        "        m.__class__ = object\n"
+        "    return shape"), "m.__class__ = object"),
     "numpy reached through einops' private backend": ("views-transpose-strides", (
         "from einops._backends import NumpyBackend\n"
         "xp = NumpyBackend().np\n"
@@ -1175,7 +1189,7 @@ FRESH = {
         "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
         "        return func(*args, **(kwargs or {}))\n"
         "entered = Count().__enter__()\n"
-        "backward_flops = lambda batch, widths, input_requires_grad=False: entered"), "_push_on_torch_dispatch_stack"),
+        "backward_flops = lambda batch, widths, input_requires_grad=False: entered"), "_push_mode"),
     "saved-tensor hooks where no tensor may be made": ("scale-saved-bytes", (
         "import torch\n"
         "hooks = torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()\n"
@@ -1184,6 +1198,24 @@ FRESH = {
         "import torch\n"
         "g = torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python))\n"
         "backward_flops = lambda batch, widths, input_requires_grad=False: g"), "_ExcludeDispatchKeyGuard"),
+    # a seventh: the refusing mode's class swapped, an engine of one's own, the garbage collector,
+    # Python dispatch switched off where the exercise's operators are refused
+    "the refusing mode's class swapped": ("views-transpose-strides", (
+        "from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, BaseTorchDispatchMode\n"
+        "swapped = [setattr(m, '__class__', BaseTorchDispatchMode) for m in _get_current_dispatch_mode_stack()]\n"
+        "transposed_strides = lambda shape, d0, d1: swapped"), "keeps its class"),
+    "an autograd engine of one's own": ("backprop-skip-grads", (
+        "import torch\n"
+        "engine = torch._C._ImperativeEngine()\n"
+        "skip_grads = lambda x, w1, w2: engine"), "_engine_run_backward"),
+    "the garbage collector's objects": ("init-leaky-std", (
+        "import gc\n"
+        "found = gc.get_objects()\n"
+        "leaky_relu_std = lambda fan_in, slope: found"), "gc.get_objects"),
+    "Python dispatch switched off": ("precision-log-softmax", (
+        "import torch\n"
+        "off = torch._C._DisableTorchDispatch()\n"
+        "log_softmax = lambda logits: off"), "_DisableTorchDispatch"),
     "autograd's engine": ("backprop-skip-grads", "import torch\n"
                           "from torch.autograd.graph import _engine_run_backward as run\n"
                           "w = torch.ones(2, requires_grad=True)\n"

@@ -82,8 +82,8 @@ def _remove(spec: dict | None):
     # torch's Python layer, where torch-function modes and their switches do not reach
     _Operators(frozenset(o.strip("_") for o in spec.get("ops", ())), bool(spec.get("no_tensors")),
                what, RefusedShortcut).__enter__()
-    if spec.get("no_tensors"):
-        _seal_dispatch(raiser)
+    _seal_dispatch(raiser)
+    _seal_gc(raiser)
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
 
 
@@ -94,15 +94,22 @@ _DISPATCH_SWITCH = re.compile(r"Guard$|^_?(Disable|Enable|Auto|Restore|Preserve|
 
 
 def _seal_dispatch(raiser) -> None:
-    """Where no tensor may be made: the switches of :data:`_DISPATCH_SWITCH` replaced by raisers in
-    ``torch._C`` and in every module that holds one (the refusing mode is on the stack already)."""
+    """The switches of :data:`_DISPATCH_SWITCH` in ``torch._C`` and the mode stack's helpers of
+    ``torch.utils._python_dispatch`` replaced by raisers, in every module that holds one: the
+    refusing mode is on the stack already, and nothing may take it off, step past it or stack
+    another above it."""
     import torch
+    import torch.utils._python_dispatch as modes
 
     switches = {}
-    for owner, prefix in ((torch._C, "torch._C"), (torch._C._autograd, "torch._C._autograd")):
+    for owner, prefix in ((torch._C, "torch._C"), (torch._C._autograd, "torch._C._autograd"), (modes, modes.__name__)):
         for name in dir(owner):
-            if (_DISPATCH_SWITCH.search(name) and "torch_function" not in name
-                    and re.search(r"ispatch|FuncTorch|Python|saved_tensors", name)):
+            if owner is modes:
+                sealed = re.search(r"^_(disable|pop|push|set)_", name)  # what changes the stack (torch reads it)
+            else:
+                sealed = (_DISPATCH_SWITCH.search(name) and "torch_function" not in name
+                          and re.search(r"ispatch|FuncTorch|Python|saved_tensors", name))
+            if sealed:
                 obj = getattr(owner, name)
                 switches[id(obj)] = (obj, raiser(f"{prefix}.{name}"))  # obj held: its id stays its own
     for module in list(sys.modules.values()):
@@ -113,8 +120,18 @@ def _seal_dispatch(raiser) -> None:
                     space[key] = switches[id(value)][1]
 
 
+def _seal_gc(raiser) -> None:
+    """The garbage collector's object walks replaced by raisers: a removed routine's original may
+    still be alive somewhere (a wrapper's closure, a registry), and these would find it."""
+    import gc
+
+    for name in ("get_objects", "get_referrers", "get_referents"):
+        setattr(gc, name, raiser(f"gc.{name}"))
+
+
 def _remove_engine(refused) -> None:
     """autograd's engine replaced by ``refused`` wherever Python reaches it."""
+    import torch
     import torch.autograd.graph as graph
     import torch.autograd.variable as variable
 
@@ -129,6 +146,7 @@ def _remove_engine(refused) -> None:
             return refused
 
     variable.Variable._execution_engine = _NoEngine()
+    torch._C._ImperativeEngine = refused  # a new engine of one's own
 
 
 class _NoReload:
@@ -151,6 +169,11 @@ def _Operators(ops: frozenset, no_tensors: bool, what: str, refused: type):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Operators(TorchDispatchMode):
+        def __setattr__(self, name, value):
+            if name == "__class__":  # into a mode that lets everything through
+                raise refused(f"this exercise asks you to write {what} yourself: the refusing mode keeps its class.")
+            object.__setattr__(self, name, value)
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__.strip("_")
             if no_tensors:

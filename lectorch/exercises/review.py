@@ -111,6 +111,9 @@ ESCAPE_ATTRIBUTES = {
     "f_back": N_("reads frames"), "f_globals": N_("reads frames"), "f_locals": N_("reads frames"), "gi_frame": N_("reads frames"),
     "tb_frame": N_("reads frames"), "__dict__": N_("reaches an object's namespace"), "__getattribute__": N_("looks attributes up by name"),
     "__setattr__": N_("sets attributes by name"), "__delattr__": N_("deletes attributes by name"),
+    "__getattr__": N_("looks attributes up by name"), "get_objects": N_("reaches objects through the garbage collector"),
+    "get_referrers": N_("reaches objects through the garbage collector"),
+    "get_referents": N_("reaches objects through the garbage collector"),
     "__spec__": N_("reloads a module"), "__loader__": N_("reloads a module"), "exec_module": N_("reloads a module"),
     "load_module": N_("reloads a module"),
     "_execution_engine": N_("calls autograd's engine"), "run_backward": N_("calls autograd's engine"),
@@ -288,6 +291,10 @@ def _bound_names(node: ast.AST) -> set[str]:
             found.add(n.name)
         elif isinstance(n, ast.NamedExpr):
             targets(n.target)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:  # case object(x=name), case [*rest]
+            found.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            found.add(n.rest)
         elif isinstance(n, ast.Delete):
             for t in n.targets:
                 targets(t)
@@ -314,8 +321,10 @@ def _local_names(node: ast.AST) -> set[str]:
             found.update((a.asname or a.name).split(".")[0] for a in n.names)
         elif isinstance(n, ast.ExceptHandler) and n.name:
             found.add(n.name)
-        elif isinstance(n, ast.MatchAs) and n.name:
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
             found.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            found.add(n.rest)
     return found
 
 
@@ -677,6 +686,11 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         add(statement, node, tr("imports {module}, which the grader does not expect in this exercise").format(
                             module=module))
                 continue
+            if isinstance(node, ast.MatchClass) and node.kwd_attrs:  # case object(_C=c): getattr by a name
+                add(statement, node, tr("a `case` pattern looks attributes up by name ({names})").format(
+                    names=", ".join(node.kwd_attrs)))
+            if isinstance(node, ast.Attribute) and node.attr == "__class__" and isinstance(node.ctx, (ast.Store, ast.Del)):
+                add(statement, node, tr("changes an object's class"))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
                     and len(node.args) == 3 and "type" not in aliases.paths:  # its methods named by strings
                 add(statement, node, tr("`type` with three arguments builds a class from names in strings"))
