@@ -134,7 +134,9 @@ print(json.dumps(found))
 """
 
 LOCAL = {"lectorch", "gpu_check", "gpu_check_capture", "gpu_box", "conftest", "tests", "bench_matmul",
-         "_hypothesis_pytestplugin", "__main__"}
+         "_hypothesis_pytestplugin", "__main__",
+         # the tests' own helpers (tests/_paths.py, tests/_answers/ ...), on pytest's pythonpath
+         *(p.stem for p in (ROOT / "tests").glob("_*") if p.suffix == ".py" or p.is_dir())}
 
 
 def imported_modules() -> list[str]:
