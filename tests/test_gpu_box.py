@@ -1,7 +1,8 @@
 """The GPU box's package list and the carried list: every module the course imports is on one of them.
 
-Fast (one import probe, no wheels): a fresh clone has no wheels/ folder. The full proof is
-`make gpu-rehearsal` (a replica of the box), which `make test` does not run.
+No wheels (a fresh clone has no wheels/ folder). The guard's import probe of everything the course
+imports (about 20 s) runs in `make rehearse`, which CI runs; the full proof is `make gpu-rehearsal`
+(a replica of the box), which `make test` does not run.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from _paths import ROOT
 
 import gpu_box
 
-# the guard's import probe of everything the course imports: left out of `make unit`
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.rehearsal
 def test_every_module_the_course_imports_is_on_the_box_or_carried():
     problems = gpu_box.guard()
     assert problems == [], "\n".join(problems)
 
 
+@pytest.mark.rehearsal
 @pytest.mark.parametrize("dropped", ["beartype", "nbval", "myst-nb", "ipykernel"])
 def test_the_guard_fails_when_a_needed_package_is_not_carried(tmp_path, dropped):
     reduced = tmp_path / "carried.txt"
@@ -36,6 +38,7 @@ def test_the_guard_fails_when_a_needed_package_is_not_carried(tmp_path, dropped)
     assert any(f"from {dropped.replace('-', '_')}" in p.lower().replace("-", "_") for p in problems), problems
 
 
+@pytest.mark.rehearsal
 def test_the_guard_sees_what_a_package_imports_at_run_time():
     # matplotlib 3.11 imports fontTools with pyplot: a list of direct imports alone would miss it
     found = gpu_box.loaded_modules(sys.executable)  # as guard() calls it: the probe's result is cached
