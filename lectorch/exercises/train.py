@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from lectorch.i18n import tr
 
+import gc
 import math
 import os
 import tempfile
@@ -446,6 +447,11 @@ def resume_case(seed: int, num_steps: int, crash_at: int) -> Case:
 RESUME_TOL = 1e-6
 
 
+#: the garbage collector's walk, taken when this module loads: the grader's process takes gc's own
+#: away from an answer before it runs (grading/kernel_site), and this runner still needs it
+_LIVE_OBJECTS = gc.get_objects
+
+
 def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
     """Run the student's ``train_with_restart`` as a machine that dies would: right after the
     checkpoint is written (``torch.save``), everything the run built in memory is lost (each module,
@@ -454,7 +460,6 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
     written and read back (``torch.load``), and the optimizer steps and backward passes of the whole
     run: one each per step, so a ``load`` that trains the first steps again (recomputing instead of
     restoring) shows. Torch's global random state is the caller's again after."""
-    import gc
     import secrets
 
     kinds = (torch.nn.Module, torch.optim.Optimizer, torch.Generator, torch.Tensor)
@@ -466,7 +471,7 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
 
     def lose_memory() -> None:
         with torch.no_grad():
-            for obj in gc.get_objects():
+            for obj in _LIVE_OBJECTS():
                 if id(obj) in before or not issubclass(type(obj), kinds):
                     continue
                 try:
@@ -504,7 +509,7 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
 
     with torch.random.fork_rng(devices=[]):
         # what exists now (the caller's, and the state fork_rng puts back) is not the run's
-        before.update(id(o) for o in gc.get_objects() if issubclass(type(o), kinds))
+        before.update(id(o) for o in _LIVE_OBJECTS() if issubclass(type(o), kinds))
         torch.save, torch.load, torch.autograd.backward = save, load, backward
         hook = register_optimizer_step_post_hook(stepped)
         try:
