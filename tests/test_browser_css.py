@@ -147,10 +147,12 @@ def test_the_cut_stylesheet_draws_the_pages_as_the_full_one(browser, book, viewp
             assert full.stat().st_size > 2 * (static / cut).stat().st_size, "the cut bundle is not much smaller"
             url = f"{base}/{path}"
             changed = _changed(_visit(browser, url, viewport, {cut: str(full)}), _visit(browser, url, viewport, None))
-            if changed:
+            for _ in range(2):
+                if not changed:
+                    break
                 # two loads of one Chinese page can lay out the previous/next links differently (their
-                # CJK characters in the theme's system-ui, found by the system's fallback): a
-                # difference the cut stylesheet makes shows again
+                # CJK characters in the theme's system-ui, found by the system's fallback; seen twice
+                # in a row on a busy machine): a difference the cut stylesheet makes shows every time
                 again = _changed(_visit(browser, url, viewport, {cut: str(full)}), _visit(browser, url, viewport, None))
                 changed = {k: v for k, v in changed.items() if k in again}
             assert not changed, (path, len(changed), list(changed.items())[:5])
