@@ -30,6 +30,7 @@ import ast
 import builtins
 import re
 import sys
+import threading
 import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -37,6 +38,16 @@ from typing import Any, Iterable, Mapping
 from lectorch.i18n import N_, tr
 
 #: names a notebook may use without defining them (the builtins)
+#: ast.parse is not thread-safe in CPython 3.11 before 3.11.8 ("AST constructor recursion depth
+#: mismatch", CPython gh-106905), and the grader reviews notebooks in threads
+_PARSING = threading.Lock()
+
+
+def _parse(source: str, mode: str = "exec") -> ast.AST:
+    with _PARSING:
+        return ast.parse(source, mode=mode)
+
+
 _BUILTINS = frozenset(dir(builtins))
 
 #: modules an exercise's code may import (and their submodules); anything else is for a human
@@ -365,7 +376,7 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
             continue
         text = _cell_text(cell)
         try:
-            tree = ast.parse(text)
+            tree = _parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # it cannot run either
         lines = text.splitlines()
@@ -383,7 +394,7 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
         program.found = False
         return program
     try:
-        wanted = _free_names(ast.parse(expr, mode="eval"))
+        wanted = _free_names(_parse(expr, mode="eval"))
     except SyntaxError:
         program.found = False
         return program
@@ -399,7 +410,7 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
     for name, module in sorted(helpers.items()):
         if not module.startswith("lectorch.exercises") or not name.isidentifier():
             raise ValueError(f"a helper must come from lectorch.exercises, got {module}:{name}")
-        node = ast.parse(f"from {module} import {name}").body[0]
+        node = _parse(f"from {module} import {name}").body[0]
         trusted.append(_Statement(0, node, [], {name}, trusted=True))
     while todo:
         name = todo.pop()
@@ -439,7 +450,7 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
 def helpers_of(reference: Mapping, expr: str) -> dict[str, str]:
     """The names of ``expr`` that the reference chapter imports from ``lectorch.exercises``."""
     try:
-        names = _free_names(ast.parse(expr, mode="eval"))
+        names = _free_names(_parse(expr, mode="eval"))
     except SyntaxError:
         return {}
     found: dict[str, str] = {}
@@ -447,7 +458,7 @@ def helpers_of(reference: Mapping, expr: str) -> dict[str, str]:
         if not isinstance(cell, Mapping) or cell.get("cell_type") != "code":
             continue
         try:
-            tree = ast.parse(_cell_text(cell))
+            tree = _parse(_cell_text(cell))
         except (SyntaxError, ValueError):
             continue
         for n in ast.walk(tree):
@@ -880,7 +891,7 @@ def _answer_expr(cells: list[str], exercise: str) -> str | None:
     """The answer expression of the last check call of ``exercise`` in ``cells`` (as written)."""
     for text in reversed(cells):
         try:
-            tree = ast.parse(_cell_text({"source": text}))
+            tree = _parse(_cell_text({"source": text}))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_check_call(n, exercise)]
@@ -902,7 +913,7 @@ def _source_cells(answer: Any, exercise: str) -> list[str] | None:
     name = getattr(answer, "__name__", "")
     try:
         source = textwrap.dedent(inspect.getsource(answer))
-        tree = ast.parse(source)
+        tree = _parse(source)
     except (OSError, TypeError, SyntaxError):  # defined by exec, in a doctest, or a callable object
         return None
     if not name.isidentifier() or not tree.body:
