@@ -146,7 +146,7 @@ UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 UNIT_MARKERS := not book and not browser and not slow and not rehearsal
 unit: $(STAMP)
 	$(BIN)/ruff check $(LINT)
-	$(BIN)/python -m pytest lectorch tests -m "$(UNIT_MARKERS)" -q \
+	$(BIN)/python -m pytest lectorch tests tools grading -m "$(UNIT_MARKERS)" -q \
 	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 execute: $(STAMP)

@@ -208,7 +208,8 @@ def _chapter(classname: str) -> str | None:
 
 
 def unit_selection() -> list[str]:
-    """`make unit`'s pytest arguments (the Makefile's UNIT_MARKERS), without ruff."""
+    """`make unit`'s markers (the Makefile's UNIT_MARKERS) over the course and its tests: the
+    doctests of tools/ and grading/ are the maintainer's build, not what meets the student's torch."""
     markers = subprocess.run(["make", "--no-print-directory", "-s", "--eval", "print-unit-markers: ; @echo $(UNIT_MARKERS)",
                               "print-unit-markers"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     if not markers:

@@ -317,7 +317,7 @@ def checker_messages(root: Path = ROOT) -> list[str]:
     exercise's title, hints, slips, refusal subject and case descriptions (the registry's, and the
     hidden cases' of ``grading/``). In order of first appearance, each once.
 
-    >>> "Fix it and run the check again." in checker_messages()
+    >>> " Fix it and run the check again." in checker_messages()  # a suffix: its space is the message's
     True
     """
     import random
