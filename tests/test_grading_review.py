@@ -540,6 +540,29 @@ RED_TEAM = {
         "xp = NumpyBackend().np\n"
         "def transposed_strides(shape, d0, d1):\n"
         "    return tuple(xp.empty(shape, xp.int8).swapaxes(d0, d1).strides)"), "einops._backends"),
+    # an eighth: the builtins through a coroutine's frame, autograd's nodes under their private name,
+    # the Gaussian's constant typed as digits
+    "the builtins through a coroutine's frame": ("train-lr-at-step", (
+        "async def co():\n"
+        "    pass\n"
+        "def kit():\n"
+        "    c = co()\n"
+        "    found = c.cr_frame.f_builtins\n"
+        "    c.close()\n"
+        "    return found\n"
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    return kit()['__imp' + 'ort__']('lectorch.train')"), "c.cr_frame.f_builtins"),
+    "autograd's nodes under their private name": ("backprop-skip-grads", (
+        "def skip_grads(x, w1, w2):\n"
+        "    out = (x @ w1).relu() @ w2\n"
+        "    return out._grad_fn(out)"), "out._grad_fn(out)"),
+    "the Gaussian's e typed as digits": ("init-leaky-std", (
+        "def leaky_relu_std(fan_in, slope):\n"
+        "    zs = [-12 + 24 * i / 4000 for i in range(4001)]\n"
+        "    w = [2.718281828459045 ** (-z * z / 2) for z in zs]\n"
+        "    num = sum(wi * (z if z > 0 else slope * z) ** 2 for wi, z in zip(w, zs))\n"
+        "    den = sum(wi * z * z for wi, z in zip(w, zs))\n"
+        "    return (1 / (fan_in * num / den)) ** 0.5"), "2.718281828459045"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -987,7 +1010,8 @@ def test_a_jit_string_that_fails_in_the_fresh_run_is_named_with_its_line():
     errors = _fresh_errors(nb, "backprop-skip-grads", "skip_grads")
     assert [(e["cell"], e["line"]) for e in errors] == [(2, 2)], errors
     message = review.program_errors("error", "your function raised NameError: name '_cu' is not defined.", errors)
-    assert "cell 2, line 2 raised NotSupportedError" in message and "forbids does not exist" in message
+    # TorchScript compiles its string with Python's own compiler first: refused to the answer's code
+    assert "cell 2, line 2 raised RefusedShortcut" in message and "forbids does not exist" in message
     assert review.program_errors("passed", "Correct.", errors) == "Correct."
 
 
@@ -1216,6 +1240,21 @@ FRESH = {
         "import torch\n"
         "off = torch._C._DisableTorchDispatch()\n"
         "log_softmax = lambda logits: off"), "_DisableTorchDispatch"),
+    # an eighth: a module's source run again, gradients recorded after all (backward or forward)
+    "a module's source run again": ("optim-rmsprop", (
+        "import torch.optim.rmsprop as R\n"
+        "copy = {'__name__': R.__name__, '__package__': 'torch.optim'}\n"
+        "ran = exec(compile(open(R.__file__).read(), R.__file__, 'exec'), copy)\n"
+        "MyRMSprop = copy['RMSprop']"), "compile runs no code of your answer's"),
+    "gradients recorded after all": ("backprop-skip-grads", (
+        "import torch\n"
+        "with torch.enable_grad():\n"
+        "    w = torch.ones(2, requires_grad=True)\n"
+        "skip_grads = lambda x, w1, w2: w"), "autograd records nothing"),
+    "forward-mode gradients": ("backprop-skip-grads", (
+        "import torch.autograd.forward_ad as fw\n"
+        "on = fw._set_fwd_grad_enabled(True)\n"
+        "skip_grads = lambda x, w1, w2: on"), "autograd records nothing"),
     "autograd's engine": ("backprop-skip-grads", "import torch\n"
                           "from torch.autograd.graph import _engine_run_backward as run\n"
                           "w = torch.ones(2, requires_grad=True)\n"
@@ -1239,6 +1278,26 @@ def test_the_fresh_process_still_runs_honest_torch_code():
               "y = z - z.exp().sum(-1, keepdim=True).log()\n"
               "log_softmax = lambda logits: y")
     assert _fresh_errors(notebook_of("precision-log-softmax", [source]), "precision-log-softmax", "log_softmax") == []
+
+
+def test_the_fresh_process_still_builds_what_the_answer_defines_with_the_library():
+    """A dataclass and a namedtuple are built by exec and eval of their modules: not the answer's."""
+    source = ("import collections, dataclasses, torch\n"
+              "@dataclasses.dataclass\n"
+              "class Width:\n"
+              "    name: str\n"
+              "    bytes: int\n"
+              "Pair = collections.namedtuple('Pair', 'dtype size')\n"
+              "SIZES = [Width('float32', 4), Width('bfloat16', 2)]\n"
+              "tensor_nbytes = lambda shape, dtype: Pair(dtype, 0)")
+    nb = notebook_of("precision-tensor-bytes", [source], "tensor_nbytes")
+    assert _fresh_errors(nb, "precision-tensor-bytes", "tensor_nbytes") == []
+    by_hand = ("import torch\n"
+               "with torch.no_grad():\n"
+               "    g = torch.ones(2) * 2\n"
+               "skip_grads = lambda x, w1, w2: (g, g)")
+    nb = notebook_of("backprop-skip-grads", [by_hand], "skip_grads")
+    assert _fresh_errors(nb, "backprop-skip-grads", "skip_grads") == []
 
 
 #: honest answers a sixth red team wrote that the review flagged: a message naming the routine, the

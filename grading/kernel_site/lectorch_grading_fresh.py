@@ -73,6 +73,7 @@ def _remove(spec: dict | None):
                 pass
     if spec.get("autograd"):  # gradients by hand: autograd's engine, however it is reached
         _remove_engine(raiser("torch.autograd.graph._engine_run_backward"))
+        _grad_modes_off(RefusedShortcut, what)
         held.update({"torch.autograd", "torch.autograd.graph", "torch.autograd.variable"})
     # a module loaded again (importlib.reload, or imported after leaving sys.modules) would hold
     # fresh copies of what was removed: those modules cannot be loaded again here
@@ -147,6 +148,64 @@ def _remove_engine(refused) -> None:
 
     variable.Variable._execution_engine = _NoEngine()
     torch._C._ImperativeEngine = refused  # a new engine of one's own
+
+
+def _grad_modes_off(refused_type, what: str) -> None:
+    """Gradient recording off for good, backward and forward (dual numbers): no graph is built, so
+    nothing of autograd's (a node's ``_grad_fn``, a tangent) can stand in for gradients by hand.
+    Switching a mode off again (``torch.no_grad()``) still works; on is refused."""
+    import torch
+
+    for name in ("_set_grad_enabled", "_set_fwd_grad_enabled"):
+        original = getattr(torch._C, name)
+        original(False)
+
+        def only_off(mode, _original=original, _name=name):
+            if mode:
+                raise refused_type(f"this exercise asks you to write {what} yourself: autograd records "
+                                   f"nothing while your answer is graded (torch._C.{_name}).")
+            return _original(False)
+
+        for module in list(sys.modules.values()):
+            space = getattr(module, "__dict__", None)
+            if isinstance(space, dict):
+                for key, value in list(space.items()):
+                    if value is original:
+                        space[key] = only_off
+
+
+def _seal_code(namespace: dict, refused_type, what: str) -> None:
+    """``exec``, ``eval`` and ``compile`` refused to the answer's code: a module's source run again
+    would define fresh copies of the routines removed from it (:class:`_NoReload` refuses only
+    loading it again). Library code keeps them where it builds what the answer defines (a dataclass,
+    a namedtuple, a type hint): a call from those modules' own code, however deep in the answer's."""
+    import builtins
+
+    getframe = sys._getframe
+    trusted = {sys.modules[m].__dict__["__file__"]: id(sys.modules[m].__dict__)
+               for m in ("dataclasses", "collections", "typing") if m in sys.modules}
+
+    def answer_on_stack(frame) -> bool:
+        while frame is not None:
+            if frame.f_globals is namespace:
+                return True
+            frame = frame.f_back
+        return False
+
+    def guard(name: str, original):
+        def guarded(*args, **kwargs):
+            caller = getframe(1)
+            mine = trusted.get(caller.f_code.co_filename) == id(caller.f_globals)
+            if not mine and answer_on_stack(caller):
+                raise refused_type(f"this exercise asks you to write {what} yourself: {name} runs no code "
+                                   "of your answer's while it is graded.")
+            return original(*args, **kwargs)
+
+        guarded.__name__ = guarded.__qualname__ = name
+        return guarded
+
+    for name in ("exec", "eval", "compile"):
+        setattr(builtins, name, guard(name, getattr(builtins, name)))
 
 
 class _NoReload:
@@ -249,8 +308,13 @@ def _namespace(item: dict) -> tuple[dict, list[dict]]:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     origins = item.get("origins") or []
     errors = []
-    for k, node in enumerate(ast.parse(item["program"]).body):
-        code = compile(ast.Module(body=[node], type_ignores=[]), "<exercise>", "exec")
+    codes = [compile(ast.Module(body=[node], type_ignores=[]), "<exercise>", "exec")
+             for node in ast.parse(item["program"]).body]
+    if item.get("refuse"):
+        from lectorch.exercises.refuse import RefusedShortcut
+
+        _seal_code(namespace, RefusedShortcut, item["refuse"].get("what", "this"))
+    for k, code in enumerate(codes):
         try:
             with no_tensors() if no_tensors is not None else contextlib.nullcontext():
                 exec(code, namespace)  # the student's statements, as the grader read them

@@ -123,8 +123,8 @@ register(
             "twice-physics-bf16": "recheck the bytes of a bf16 element and the rate of a PCIe 5.0 x16 link in one direction.",
             "gb-s-counts": "GB/s counts bytes, not bits.",
             "answer-seconds-milliseconds": "the answer is in seconds, not milliseconds.",
-            "half-physics-count": ("count 2 bytes per bf16 element, and 63 GB/s in one "
-                                   "direction (126 GB/s counts both directions of the link)."),
+            "half-physics-count": ("recheck the bytes of a bf16 element, and whether the link's rate you used "
+                                   "counts one direction or both."),
         },
     )
 )

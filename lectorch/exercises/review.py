@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import re
 import sys
 import threading
@@ -113,14 +114,22 @@ _OUT_OF_SIGHT = frozenset({"exec", "eval", "compile", "globals", "locals", "vars
 #: builtins that look attributes up by name: only called with a constant name, never as a value
 _BY_NAME = ("getattr", "setattr", "delattr", "hasattr")
 
+#: a frame's and what leads to one (a generator's, a coroutine's, an async generator's, a traceback's):
+#: a frame holds its builtins, globals and callers, so exec and __import__ under no name the review reads
+_FRAMES = ("f_back", "f_builtins", "f_globals", "f_locals", "f_code", "f_trace", "gi_frame", "gi_code", "gi_yieldfrom",
+           "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next",
+           "__traceback__")
+#: a code object's parts: what a function is built again from
+_CODE = ("co_code", "co_consts", "co_names", "co_varnames", "co_filename", "co_qualname", "co_firstlineno")
+
 #: attributes that reach code, frames or another function's internals
 ESCAPE_ATTRIBUTES = {
     "__code__": N_("reads or swaps a function's code"), "__closure__": N_("reads a function's closure"),
     "__globals__": N_("reads a function's globals"), "__builtins__": N_("reaches the builtins"),
     "__subclasses__": N_("walks the class tree"), "__wrapped__": N_("unwraps a library function"),
     "__func__": N_("unwraps a method"), "__self__": N_("reaches a bound method's object"),
-    "f_back": N_("reads frames"), "f_globals": N_("reads frames"), "f_locals": N_("reads frames"), "gi_frame": N_("reads frames"),
-    "tb_frame": N_("reads frames"), "__dict__": N_("reaches an object's namespace"), "__getattribute__": N_("looks attributes up by name"),
+    **{name: N_("reads frames") for name in _FRAMES}, **{name: N_("reads or swaps a function's code") for name in _CODE},
+    "__dict__": N_("reaches an object's namespace"), "__getattribute__": N_("looks attributes up by name"),
     "__setattr__": N_("sets attributes by name"), "__delattr__": N_("deletes attributes by name"),
     "__getattr__": N_("looks attributes up by name"), "get_objects": N_("reaches objects through the garbage collector"),
     "get_referrers": N_("reaches objects through the garbage collector"),
@@ -139,11 +148,48 @@ ESCAPE_ATTRIBUTES = {
     "__torch_function__": N_("sees every torch call (a counter or a replacement of torch's own)"),
 }
 
+def _escape_attribute(attr: str) -> str | None:
+    """The reason (untranslated) why reaching ``.attr`` is an escape hatch, also under its private
+    spelling (``._grad_fn`` is autograd's ``.grad_fn``), or None.
+
+    >>> _escape_attribute("_grad_fn") == _escape_attribute("grad_fn") == "walks autograd's graph"
+    True
+    >>> _escape_attribute("grad"), _escape_attribute("__init__")
+    (None, None)
+    """
+    if attr in ESCAPE_ATTRIBUTES:
+        return ESCAPE_ATTRIBUTES[attr]
+    if attr.startswith("_") and not attr.endswith("__"):
+        return ESCAPE_ATTRIBUTES.get(attr.lstrip("_"))
+    return None
+
+
 #: the Gaussian integrated by numbers instead of reasoned about: quadrature routines, a ready density
 #: (statistics.NormalDist), and the constants and exp that a hand-written density needs
 _GAUSSIAN_BY_NUMBERS = ("trapezoid", "trapz", "cumulative_trapezoid", "simpson", "simps", "quad", "romb", "romberg",
                         "fixed_quad", "quadrature", "exp", "expm1", "exp2", "erf", "erfc", "e", "pi", "tau",
                         "NormalDist")
+#: the constants of a hand-written Gaussian density, under the name that EQUIVALENTS forbids: typed
+#: as digits (2.718281828459045) they are the same constant
+_CONSTANT_DIGITS = {"e": (math.e, 1 / math.e),
+                    "pi": (math.pi, 2 * math.pi, math.sqrt(2 * math.pi), 1 / math.sqrt(2 * math.pi), math.sqrt(math.pi),
+                           1 / math.sqrt(math.pi))}
+
+
+def _constant_of(value: float, forbidden: set[str]) -> str | None:
+    """The forbidden constant (``"e"``, ``"pi"``) that ``value`` writes as digits (3 or more, within
+    0.1 %), or None.
+
+    >>> _constant_of(2.718281828459045, {"e"}), _constant_of(0.3989, {"pi"}), _constant_of(2.5, {"pi"})
+    ('e', 'pi', None)
+    """
+    if len(repr(abs(value)).replace(".", "").strip("0")) < 3:
+        return None
+    for name, values in _CONSTANT_DIGITS.items():
+        if name in forbidden and any(abs(value - c) <= 1e-3 * c for c in values):
+            return name
+    return None
+
 
 #: per exercise, routines of the same purpose a student may reach under another library's name
 #: (matched by the last name of any library path, or any method of that name)
@@ -707,6 +753,10 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 add(statement, node, tr("`type` with three arguments builds a class from names in strings"))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ESCAPE_ATTRIBUTES:
                 add(statement, node, f"`{node.name}` {tr(ESCAPE_ATTRIBUTES[node.name])}")  # def __torch_dispatch__
+            if isinstance(node, ast.Constant) and type(node.value) is float and _constant_of(node.value, rules.last):
+                add(statement, node, tr("writes the constant {name} as digits ({value}), which this exercise's "
+                                        "derivation does not need").format(name=_constant_of(node.value, rules.last),
+                                                                           value=node.value))
             if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in docs:
                 why = rules.string(node.value)
                 if why:
@@ -726,7 +776,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         attr = str(call.args[1].value)
                         base = aliases.dotted(call.args[0])
                         why = (_escape(f"{base}.{attr}") or rules.path(f"{base}.{attr}")) if base else None
-                        if why is None and (attr in ESCAPE_ATTRIBUTES or attr in rules.last
+                        if why is None and (_escape_attribute(attr) or attr in rules.last
                                             or attr.lstrip("_") in rules.last):
                             why = tr("`{name}` reaches .{attr}").format(name=node.id, attr=attr)
                         if why is None and node.id in ("setattr", "delattr") and base and _library(_canonical(base)):
@@ -734,8 +784,9 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         if why:
                             add(statement, node, why)
             if isinstance(node, ast.Attribute):
-                if node.attr in ESCAPE_ATTRIBUTES:
-                    add(statement, node, f"`.{node.attr}` {tr(ESCAPE_ATTRIBUTES[node.attr])}")
+                escape = _escape_attribute(node.attr)
+                if escape:
+                    add(statement, node, f"`.{node.attr}` {tr(escape)}")
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):
                     continue  # judged as part of the longest chain
