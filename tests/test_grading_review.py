@@ -1277,3 +1277,112 @@ def test_honest_variants_have_no_finding(who):
     ex_id, source = HONEST_VARIANTS[who]
     expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
     assert findings_of(notebook_of(ex_id, [source], expr), ex_id, expr) == []
+
+
+# ------------------------------------- honest answers the grade got wrong (tables, own methods, prose)
+
+
+def _fresh_run(nb, ex_id: str, expr: str, calls: list[tuple] = ()) -> tuple[list[dict], list[str]]:
+    """The statements of ``nb``'s program that raised in the fresh process, and the repr of what
+    its answer returns for each argument tuple of ``calls`` (in a forked child, as the grade runs it)."""
+    import importlib.util
+    import json
+    import os
+
+    spec = importlib.util.spec_from_file_location(
+        "lectorch_grading_fresh", ROOT / "grading" / "kernel_site" / "lectorch_grading_fresh.py")
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    program = engine.build(nb, ex_id, expr)
+    item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
+            "origins": program.origins()}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            namespace, errors = fresh._namespace(item)
+            answers = []
+            for args in calls:
+                try:
+                    answers.append(repr(eval(expr, namespace)(*args)))
+                except Exception as err:  # noqa: BLE001 - what the hidden case would see
+                    answers.append(f"{type(err).__name__}: {err}")
+            os.write(write, json.dumps([errors, answers]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    errors, answers = json.loads(data)
+    return errors, answers
+
+
+#: a byte table filled in place: by a method call, a loop, a subscript after the answer's def
+FILLED_TABLE = (
+    "import math\n"
+    "BYTES = {}\n"
+    "BYTES.update({'float32': 4, 'bfloat16': 2})\n"
+    "NAMES = ['float64', 'float16']\n"
+    "SIZES = []\n"
+    "for n in NAMES:\n"
+    "    SIZES.append(8 if n.endswith('64') else 2)\n"
+    "BYTES.update(zip(NAMES, SIZES))\n"
+    "UNUSED = []\n"
+    "UNUSED.append(1)")
+TENSOR_NBYTES = (
+    "def tensor_nbytes(shape, dtype):\n"
+    "    return math.prod(shape) * BYTES[str(dtype).removeprefix('torch.')]")
+
+
+def test_a_table_filled_in_place_before_the_check_is_in_the_program():
+    """BYTES = {} then BYTES.update(...): the update is part of the program (it was a KeyError at
+    the grade while the practice check passed), in notebook order, with what it uses (the loop
+    that fills SIZES, and NAMES); a fill after the answer's def but before the check too; not a
+    fill after the check, nor one of a name the program does not need, nor a module's call."""
+    import torch
+
+    nb = notebook_of("precision-tensor-bytes", [
+        FILLED_TABLE, TENSOR_NBYTES, "BYTES['int8'] = 1\nBYTES.setdefault('bool', 1)\n"
+        "import torch\ntorch.manual_seed(0)"], "tensor_nbytes")
+    nb.cells.append(nbformat.v4.new_code_cell("BYTES.clear()"))
+    program = engine.build(nb, "precision-tensor-bytes", "tensor_nbytes")
+    source = program.source()
+    assert program.found and findings_of(nb, "precision-tensor-bytes", "tensor_nbytes") == []
+    for kept in ("BYTES.update({'float32'", "for n in NAMES:", "SIZES.append", "BYTES.update(zip(NAMES, SIZES))",
+                 "BYTES['int8'] = 1", "BYTES.setdefault('bool', 1)"):
+        assert kept in source, (kept, source)
+    assert source.index("BYTES = {}") < source.index("BYTES.update({") < source.index("for n in NAMES")
+    for dropped in ("BYTES.clear()", "UNUSED", "manual_seed", "lectorch.check"):
+        assert dropped not in source, (dropped, source)
+    errors, answers = _fresh_run(nb, "precision-tensor-bytes", "tensor_nbytes", [
+        ((4, 8), torch.float32), ((3,), torch.float64), ((2, 2), torch.int8), ((5,), torch.bool)])
+    assert errors == [] and answers == ["128", "24", "4", "5"], (errors, answers)
+    # and the practice check, on the kernel's cells, reviews the same program (no finding)
+    assert practice_findings("precision-tensor-bytes", [FILLED_TABLE, TENSOR_NBYTES], "tensor_nbytes") == []
+
+
+def test_what_fills_a_table_is_reviewed_and_a_dead_or_checking_fill_is_not_kept():
+    """A fill is reviewed like any statement of the program (a shortcut in it is found); a fill
+    before the table is bound afresh is dead; a statement that runs a check is never kept."""
+    nb = notebook_of("precision-log-softmax", [
+        "import torch\n"
+        "OPS = {}\n"
+        "OPS.update(norm=torch.logsumexp)\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float()\n"
+        "    return x - OPS['norm'](x, -1, keepdim=True)"])
+    found = findings_of(nb, "precision-log-softmax", "log_softmax")
+    assert [(f.cell, f.line) for f in found] == [(2, 3)], [f.describe() for f in found]
+
+    nb = notebook_of("precision-tensor-bytes", [
+        "import math, lectorch\n"
+        "BYTES = {}\n"
+        "BYTES.update(stale=0)\n"
+        "BYTES = {'float32': 4}\n"
+        "if True:\n"
+        "    BYTES.update(float16=2)\n"
+        "BYTES.setdefault('log', []).append(lectorch.check('precision-bf16-257', print))",
+        TENSOR_NBYTES], "tensor_nbytes")
+    source = engine.build(nb, "precision-tensor-bytes", "tensor_nbytes").source()
+    assert "BYTES.update(float16=2)" in source and "stale" not in source and "precision-bf16-257" not in source, source

@@ -214,6 +214,7 @@ class _Statement:
     lines: list[str]
     binds: set[str]
     trusted: bool = False  # the grader's own (a helper of the check expression): not reviewed
+    mutates: set[str] = field(default_factory=set)  # names it changes in place without binding them
 
     @property
     def replaces(self) -> set[str]:
@@ -318,6 +319,56 @@ def _bound_names(node: ast.AST) -> set[str]:
     return found
 
 
+def _mutated_names(node: ast.stmt) -> set[str]:
+    """Names a top-level statement changes in place through a method call, without binding them:
+    ``TABLE.update(...)``, ``ROWS.append(...)``, ``GROUPS.setdefault(k, []).append(v)``, also inside
+    a ``for``/``while``/``if``/``with``/``try``. (``TABLE[k] = v`` and ``TABLE.x = v`` bind ``TABLE``
+    already: :func:`_bound_names`.)
+
+    >>> sorted(_mutated_names(ast.parse("for n in NAMES:\\n    SIZES.append(BYTES[n])").body[0]))
+    ['SIZES']
+    """
+    found: set[str] = set()
+
+    def root(call: ast.Call) -> str | None:  # NAME.m(), NAME.a.m(), NAME[k].m(), NAME.get(k).m()
+        e: ast.AST = call.func
+        if not isinstance(e, ast.Attribute):
+            return None  # f(x): a call of NAME, not a change of it
+        while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
+            if isinstance(e, ast.Call):
+                if not isinstance(e.func, ast.Attribute):
+                    return None
+                e = e.func
+            e = e.value
+        return e.id if isinstance(e, ast.Name) else None
+
+    def visit(n: ast.stmt) -> None:
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+            name = root(n.value)
+            if name is not None:
+                found.add(name)
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
+                            *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))):
+            for field_name in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(n, field_name, ()):
+                    if isinstance(child, ast.ExceptHandler):
+                        for inner in child.body:
+                            visit(inner)
+                    else:
+                        visit(child)
+
+    visit(node)
+    return found
+
+
+def _holds_a_check(node: ast.AST) -> bool:
+    """Whether ``node`` calls a checker (``lectorch.check("...", ...)``, of any exercise)."""
+    return any(isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant)
+               and isinstance(n.args[0].value, str)
+               and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) == "check"
+               for n in ast.walk(node))
+
+
 def _local_names(node: ast.AST) -> set[str]:
     """Every name bound anywhere inside ``node`` (parameters, targets, imports, nested defs)."""
     found: set[str] = set()
@@ -386,7 +437,10 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
                 if not last:
                     break
                 continue
-            candidates.append(_Statement(number, stmt, lines, _bound_names(stmt)))
+            # a table filled in place (TABLE.update(...)) is part of the program that needs TABLE;
+            # a statement that runs a check never is
+            mutates = set() if _holds_a_check(stmt) else _mutated_names(stmt)
+            candidates.append(_Statement(number, stmt, lines, _bound_names(stmt), mutates=mutates))
         if reached and not last:
             break
     candidates = candidates[:max(reached - 1, 0)]
@@ -421,6 +475,11 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
         last = [i for i in binders if name in candidates[i].replaces]
         if last:  # bindings before the last fresh one are dead
             binders = [i for i in binders if i >= last[-1]]
+        # the statements that change it in place after it was bound (TABLE = {} then
+        # TABLE.update(...)): not a module's (torch.manual_seed(0) is not part of a table)
+        if binders and not any(isinstance(candidates[i].node, (ast.Import, ast.ImportFrom)) for i in binders):
+            binders = sorted({*binders, *(i for i, s in enumerate(candidates)
+                                          if name in s.mutates and i > binders[0])})
         if not binders:
             if name not in _BUILTINS:
                 program.unresolved.append(Finding(0, 0, name, tr(
