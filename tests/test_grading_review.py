@@ -1177,11 +1177,14 @@ def test_strings_that_carry_code_are_findings_and_prose_is_not():
 
     spec = refusals()["precision-log-softmax"]
     rule = engine._Forbidden("precision-log-softmax", spec["names"], False)
+    assert rule.string("expects floats, unlike torch.log_softmax", code=True)  # an annotation is code
     for code in ("torch.log_softmax", "log_softmax", "0.nn.functional.log_softmax", "exec",
-                 "__import__('importlib').reload(m)", b"cbuiltins\nexec\n", b"\x8c\x08builtins\x94\x8c\x04exec\x94"):
+                 "__import__('importlib').reload(m)", b"cbuiltins\nexec\n", b"\x8c\x08builtins\x94\x8c\x04exec\x94",
+                 " torch.log_softmax\n", "torch._C._get_tracing_state"):
         assert rule.string(code), code
     for prose in ("cpu", "meta", "bfloat16", "{:.3f}", "ckpt.pt", "1e-3", "the softmax, e.g. by hand",
-                  "compile the code and exec it later", "log_softmax needs floating-point logits"):
+                  "compile the code and exec it later", "log_softmax needs floating-point logits",
+                  "expects floats, unlike torch.log_softmax", "torch.log_softmax:\tno dim", "see torch._C for that"):
         assert rule.string(prose) is None, prose
 
 
@@ -1336,3 +1339,232 @@ def test_honest_variants_have_no_finding(who):
     ex_id, source = HONEST_VARIANTS[who]
     expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
     assert findings_of(notebook_of(ex_id, [source], expr), ex_id, expr) == []
+
+
+# ------------------------------------- honest answers the grade got wrong (tables, own methods, prose)
+
+
+def _fresh_run(nb, ex_id: str, expr: str, calls: list[tuple] = ()) -> tuple[list[dict], list[str]]:
+    """The statements of ``nb``'s program that raised in the fresh process, and the repr of what
+    its answer returns for each argument tuple of ``calls`` (in a forked child, as the grade runs it)."""
+    import importlib.util
+    import json
+    import os
+
+    spec = importlib.util.spec_from_file_location(
+        "lectorch_grading_fresh", ROOT / "grading" / "kernel_site" / "lectorch_grading_fresh.py")
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    program = engine.build(nb, ex_id, expr)
+    item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
+            "origins": program.origins()}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            namespace, errors = fresh._namespace(item)
+            answers = []
+            for args in calls:
+                try:
+                    answers.append(repr(eval(expr, namespace)(*args)))
+                except Exception as err:  # noqa: BLE001 - what the hidden case would see
+                    answers.append(f"{type(err).__name__}: {err}")
+            os.write(write, json.dumps([errors, answers]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    errors, answers = json.loads(data)
+    return errors, answers
+
+
+#: a byte table filled in place: by a method call, a loop, a subscript after the answer's def
+FILLED_TABLE = (
+    "import math\n"
+    "BYTES = {}\n"
+    "BYTES.update({'float32': 4, 'bfloat16': 2})\n"
+    "NAMES = ['float64', 'float16']\n"
+    "SIZES = []\n"
+    "for n in NAMES:\n"
+    "    SIZES.append(8 if n.endswith('64') else 2)\n"
+    "BYTES.update(zip(NAMES, SIZES))\n"
+    "UNUSED = []\n"
+    "UNUSED.append(1)")
+TENSOR_NBYTES = (
+    "def tensor_nbytes(shape, dtype):\n"
+    "    return math.prod(shape) * BYTES[str(dtype).removeprefix('torch.')]")
+
+
+def test_a_table_filled_in_place_before_the_check_is_in_the_program():
+    """BYTES = {} then BYTES.update(...): the update is part of the program (it was a KeyError at
+    the grade while the practice check passed), in notebook order, with what it uses (the loop
+    that fills SIZES, and NAMES); a fill after the answer's def but before the check too; not a
+    fill after the check, nor one of a name the program does not need, nor a module's call."""
+    import torch
+
+    nb = notebook_of("precision-tensor-bytes", [
+        FILLED_TABLE, TENSOR_NBYTES, "BYTES['int8'] = 1\nBYTES.setdefault('bool', 1)\n"
+        "import torch\ntorch.manual_seed(0)"], "tensor_nbytes")
+    nb.cells.append(nbformat.v4.new_code_cell("BYTES.clear()"))
+    program = engine.build(nb, "precision-tensor-bytes", "tensor_nbytes")
+    source = program.source()
+    assert program.found and findings_of(nb, "precision-tensor-bytes", "tensor_nbytes") == []
+    for kept in ("BYTES.update({'float32'", "for n in NAMES:", "SIZES.append", "BYTES.update(zip(NAMES, SIZES))",
+                 "BYTES['int8'] = 1", "BYTES.setdefault('bool', 1)"):
+        assert kept in source, (kept, source)
+    assert source.index("BYTES = {}") < source.index("BYTES.update({") < source.index("for n in NAMES")
+    for dropped in ("BYTES.clear()", "UNUSED", "manual_seed", "lectorch.check"):
+        assert dropped not in source, (dropped, source)
+    errors, answers = _fresh_run(nb, "precision-tensor-bytes", "tensor_nbytes", [
+        ((4, 8), torch.float32), ((3,), torch.float64), ((2, 2), torch.int8), ((5,), torch.bool)])
+    assert errors == [] and answers == ["128", "24", "4", "5"], (errors, answers)
+    # and the practice check, on the kernel's cells, reviews the same program (no finding)
+    assert practice_findings("precision-tensor-bytes", [FILLED_TABLE, TENSOR_NBYTES], "tensor_nbytes") == []
+
+
+def test_what_fills_a_table_is_reviewed_and_a_dead_or_checking_fill_is_not_kept():
+    """A fill is reviewed like any statement of the program (a shortcut in it is found); a fill
+    before the table is bound afresh is dead; a statement that runs a check is never kept."""
+    nb = notebook_of("precision-log-softmax", [
+        "import torch\n"
+        "OPS = {}\n"
+        "OPS.update(norm=torch.logsumexp)\n"
+        "def log_softmax(logits):\n"
+        "    x = logits.float()\n"
+        "    return x - OPS['norm'](x, -1, keepdim=True)"])
+    found = findings_of(nb, "precision-log-softmax", "log_softmax")
+    assert [(f.cell, f.line) for f in found] == [(2, 3)], [f.describe() for f in found]
+
+    nb = notebook_of("precision-tensor-bytes", [
+        "import math, lectorch\n"
+        "BYTES = {}\n"
+        "BYTES.update(stale=0)\n"
+        "BYTES = {'float32': 4}\n"
+        "if True:\n"
+        "    BYTES.update(float16=2)\n"
+        "BYTES.setdefault('log', []).append(lectorch.check('precision-bf16-257', print))",
+        TENSOR_NBYTES], "tensor_nbytes")
+    source = engine.build(nb, "precision-tensor-bytes", "tensor_nbytes").source()
+    assert "BYTES.update(float16=2)" in source and "stale" not in source and "precision-bf16-257" not in source, source
+
+
+#: honest answers whose own methods or attributes, or whose prose, name a forbidden routine
+OWN_AND_PROSE = {
+    "its own logsumexp method": ("precision-log-softmax", (
+        "class Stable:\n"
+        "    def logsumexp(self, z):  # of logits shifted so that each row's largest is 0\n"
+        "        return z.exp().sum(-1, keepdim=True).log()\n"
+        "    def __call__(self, logits):\n"
+        "        x = logits.float()\n"
+        "        z = x - x.amax(-1, keepdim=True)\n"
+        "        return z - self.logsumexp(z)\n"
+        "log_softmax = Stable()")),
+    "its own get_lr method": ("train-lr-at-step", (
+        "import math\n"
+        "class Schedule:\n"
+        "    def __init__(self, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "        self.max_lr, self.min_lr, self.warmup, self.total = max_lr, min_lr, warmup_steps, total_steps\n"
+        "    def get_lr(self, step):\n"
+        "        if step < self.warmup:\n"
+        "            return self.max_lr * step / self.warmup\n"
+        "        if step >= self.total:\n"
+        "            return self.min_lr\n"
+        "        progress = (step - self.warmup) / (self.total - self.warmup)\n"
+        "        return self.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (self.max_lr - self.min_lr)\n"
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    return Schedule(max_lr, min_lr, warmup_steps, total_steps).get_lr(step)")),
+    "its own layers' grad attribute": ("backprop-skip-grads", (
+        "class Linear:\n"
+        "    def __init__(self, w):\n"
+        "        self.w, self.grad = w, None\n"
+        "    def forward(self, x):\n"
+        "        self.x = x\n"
+        "        return x @ self.w\n"
+        "    def backward(self, g):\n"
+        "        self.grad = self.x.T @ g\n"
+        "        return g @ self.w.T\n"
+        "class ReLU:\n"
+        "    def forward(self, z):\n"
+        "        self.mask = z > 0\n"
+        "        return z * self.mask\n"
+        "    def backward(self, g):\n"
+        "        return g * self.mask\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    first, relu, second = Linear(w1), ReLU(), Linear(w2)\n"
+        "    out = second.forward(relu.forward(first.forward(x)) + x)\n"
+        "    g = second.backward(out.new_ones(out.shape))\n"
+        "    first.backward(relu.backward(g))\n"
+        "    return first.grad, second.grad")),
+    "a message naming the routine's path": ("precision-log-softmax", (
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    if not logits.is_floating_point():\n"
+        "        raise TypeError('expects floating-point logits, unlike torch.log_softmax')\n"
+        "    if logits.dim() == 0:\n"
+        "        raise ValueError(f'torch.log_softmax: needs a dimension, got {logits.shape}')\n"
+        "    x = logits.float()\n"
+        "    z = x - x.amax(-1, keepdim=True)\n"
+        "    return z - z.exp().sum(-1, keepdim=True).log()")),
+}
+
+
+@pytest.mark.parametrize("who", OWN_AND_PROSE)
+def test_own_methods_attributes_and_prose_are_not_findings(who):
+    ex_id, source = OWN_AND_PROSE[who]
+    expr = RED_TEAM_EXPR[ex_id]
+    assert findings_of(notebook_of(ex_id, [source], expr), ex_id, expr) == []
+    assert practice_findings(ex_id, [source], expr) == []
+    space: dict = {}
+    exec(source, space)
+    result = check(ex_id, space[expr])
+    assert result.passed, result
+
+
+#: the shortcuts those rules are for, still found: (exercise, the answer's cell, a piece of the flagged line)
+STILL_FOUND = {
+    "a tensor's logsumexp, no method of that name": ("precision-log-softmax", (
+        "class Stable:\n"
+        "    def norm(self, x):\n"
+        "        return x.logsumexp(-1, keepdim=True)\n"
+        "    def __call__(self, logits):\n"
+        "        return logits.float() - self.norm(logits.float())\n"
+        "log_softmax = Stable()"), "x.logsumexp"),
+    "torch.logsumexp beside an own method of that name": ("precision-log-softmax", (
+        "import torch\n"
+        "class Stable:\n"
+        "    def logsumexp(self, x):\n"
+        "        return torch.logsumexp(x, -1, keepdim=True)\n"
+        "    def __call__(self, logits):\n"
+        "        return logits.float() - self.logsumexp(logits.float())\n"
+        "log_softmax = Stable()"), "torch.logsumexp"),
+    "a scheduler's get_lr": ("train-lr-at-step", (
+        "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps, schedule=None):\n"
+        "    return schedule.get_lr()[0]"), "get_lr"),
+    "autograd's grad without an own attribute of that name": ("backprop-skip-grads", (
+        "class Keep:\n"
+        "    def __init__(self, w):\n"
+        "        self.g = w\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    return Keep(w1).g.grad, w2.grad"), "w2.grad"),
+    "the routine's path as a string": ("precision-log-softmax", (
+        "NAME = 'torch.log_softmax'\n"
+        "def log_softmax(logits):\n"
+        "    return NAME and logits"), "NAME = 'torch.log_softmax'"),
+    "a string annotation with spaces": ("precision-log-softmax", (
+        "import functools, torch\n"
+        "def _h(a: 'torch.nn.functional.log_softmax if True else None'):\n"
+        "    pass\n"
+        "def log_softmax(logits):\n"
+        "    _h(logits)\n"
+        "    return logits"), "def _h"),
+}
+
+
+@pytest.mark.parametrize("who", STILL_FOUND)
+def test_the_shortcuts_those_exemptions_are_for_are_still_found(who):
+    ex_id, source, piece = STILL_FOUND[who]
+    expr = RED_TEAM_EXPR[ex_id]
+    found = findings_of(notebook_of(ex_id, [source], expr), ex_id, expr)
+    assert any(piece in f.text for f in found), [f.describe() for f in found]

@@ -260,6 +260,7 @@ class _Statement:
     lines: list[str]
     binds: set[str]
     trusted: bool = False  # the grader's own (a helper of the check expression): not reviewed
+    mutates: set[str] = field(default_factory=set)  # names it changes in place without binding them
 
     @property
     def replaces(self) -> set[str]:
@@ -364,6 +365,56 @@ def _bound_names(node: ast.AST) -> set[str]:
     return found
 
 
+def _mutated_names(node: ast.stmt) -> set[str]:
+    """Names a top-level statement changes in place through a method call, without binding them:
+    ``TABLE.update(...)``, ``ROWS.append(...)``, ``GROUPS.setdefault(k, []).append(v)``, also inside
+    a ``for``/``while``/``if``/``with``/``try``. (``TABLE[k] = v`` and ``TABLE.x = v`` bind ``TABLE``
+    already: :func:`_bound_names`.)
+
+    >>> sorted(_mutated_names(ast.parse("for n in NAMES:\\n    SIZES.append(BYTES[n])").body[0]))
+    ['SIZES']
+    """
+    found: set[str] = set()
+
+    def root(call: ast.Call) -> str | None:  # NAME.m(), NAME.a.m(), NAME[k].m(), NAME.get(k).m()
+        e: ast.AST = call.func
+        if not isinstance(e, ast.Attribute):
+            return None  # f(x): a call of NAME, not a change of it
+        while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
+            if isinstance(e, ast.Call):
+                if not isinstance(e.func, ast.Attribute):
+                    return None
+                e = e.func
+            e = e.value
+        return e.id if isinstance(e, ast.Name) else None
+
+    def visit(n: ast.stmt) -> None:
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+            name = root(n.value)
+            if name is not None:
+                found.add(name)
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
+                            *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))):
+            for field_name in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(n, field_name, ()):
+                    if isinstance(child, ast.ExceptHandler):
+                        for inner in child.body:
+                            visit(inner)
+                    else:
+                        visit(child)
+
+    visit(node)
+    return found
+
+
+def _holds_a_check(node: ast.AST) -> bool:
+    """Whether ``node`` calls a checker (``lectorch.check("...", ...)``, of any exercise)."""
+    return any(isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant)
+               and isinstance(n.args[0].value, str)
+               and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) == "check"
+               for n in ast.walk(node))
+
+
 def _local_names(node: ast.AST) -> set[str]:
     """Every name bound anywhere inside ``node`` (parameters, targets, imports, nested defs)."""
     found: set[str] = set()
@@ -432,7 +483,10 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
                 if not last:
                     break
                 continue
-            candidates.append(_Statement(number, stmt, lines, _bound_names(stmt)))
+            # a table filled in place (TABLE.update(...)) is part of the program that needs TABLE;
+            # a statement that runs a check never is
+            mutates = set() if _holds_a_check(stmt) else _mutated_names(stmt)
+            candidates.append(_Statement(number, stmt, lines, _bound_names(stmt), mutates=mutates))
         if reached and not last:
             break
     candidates = candidates[:max(reached - 1, 0)]
@@ -467,6 +521,11 @@ def build(notebook: Mapping, exercise: str, expr: str, helpers: Mapping[str, str
         last = [i for i in binders if name in candidates[i].replaces]
         if last:  # bindings before the last fresh one are dead
             binders = [i for i in binders if i >= last[-1]]
+        # the statements that change it in place after it was bound (TABLE = {} then
+        # TABLE.update(...)): not a module's (torch.manual_seed(0) is not part of a table)
+        if binders and not any(isinstance(candidates[i].node, (ast.Import, ast.ImportFrom)) for i in binders):
+            binders = sorted({*binders, *(i for i, s in enumerate(candidates)
+                                          if name in s.mutates and i > binders[0])})
         if not binders:
             if name not in _BUILTINS:
                 program.unresolved.append(Finding(0, 0, name, tr(
@@ -649,16 +708,19 @@ class _Forbidden:
         return None
 
 
-    def string(self, value: str | bytes) -> str | None:
+    def string(self, value: str | bytes, *, code: bool = False) -> str | None:
         """Why a string or bytes literal names code (a dotted path into a module, a forbidden
         routine, an escape hatch, a pickle's global), or None. Such a string reaches code through
-        an evaluator the review cannot follow (an annotation, a format field, a pickle)."""
+        an evaluator the review cannot follow (an annotation, a format field, a pickle). ``code``:
+        the string is evaluated as code wherever it stands (an annotation), prose or not."""
         text = value.decode("latin-1") if isinstance(value, bytes) else value
         if "__builtin__" in text:  # a pickle's GLOBAL opcode, protocol 0-2
             return tr("a string names the builtins")
-        # prose ("the backward pass", "log_softmax needs floats") names nothing: a lone word counts
-        # where the string is code-like (no spaces: a name, a pickle's opcodes)
-        code_like = isinstance(value, bytes) or " " not in text.strip()
+        # a string with whitespace is prose, which names nothing: an error message may name the
+        # routine ("... unlike torch.log_softmax"); a name or a path that an evaluator would look up
+        # has no whitespace (bytes are a pickle's opcodes: judged whole)
+        if not code and not isinstance(value, bytes) and _prose(text):
+            return None
         for token in _TOKEN.findall(text):
             parts = [p for p in token.split(".") if p]
             if len(parts) > 1 and (parts[0] in _CODE_ROOTS or any(
@@ -666,8 +728,6 @@ class _Forbidden:
                 return tr("a string names code (`{path}`)").format(path=token)
             for part in parts:
                 if len(parts) > 1 and len(part) < 3:
-                    continue
-                if not code_like:
                     continue
                 if part in ESCAPE_BUILTINS or part in ESCAPE_ATTRIBUTES or part in _ESCAPE_MODULES:
                     return tr("a string names `{name}`, an escape hatch").format(name=part)
@@ -684,6 +744,15 @@ class _Forbidden:
         return None
 
 
+def _prose(text: str) -> bool:
+    """Whether a string is prose (words with whitespace between them), not a name or a path.
+
+    >>> _prose("expects floats, unlike torch.log_softmax"), _prose(" torch.log_softmax\\n")
+    (True, False)
+    """
+    return any(c.isspace() for c in text.strip())
+
+
 #: a name or dotted path inside a string (not a number's exponent, not part of a longer word)
 _TOKEN = re.compile(r"(?<!\w)[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
 #: modules that are escape hatches as a whole (their names, in a string, name code)
@@ -698,6 +767,37 @@ def _line(statement: _Statement, node: ast.AST) -> Finding:
     return Finding(statement.cell, line, text, "")
 
 
+def _own_names(program: Program) -> set[str]:
+    """The names that the program's own code gives to methods and attributes, which the rule "a
+    method of a forbidden routine's name" does not judge: ``self.logsumexp(x)`` of the answer's own
+    class, ``Schedule(...).get_lr(step)``. This is safe because the library's routine of that name
+    does not exist in the grader's process anyway (it, its aten operator and a class's methods are
+    raisers there): a tensor's ``x.logsumexp()`` fails the grade whatever this review says.
+
+    Every exercise: the methods its classes define. Gradients by hand: also its functions
+    (``relu.backward(g)``) and the attributes its classes set (``self.grad = ...``), since autograd's
+    engine does not exist there either (no tensor's ``.grad`` is ever filled)."""
+    by_hand = program.exercise in AUTOGRAD_BY_HAND
+    own: set[str] = set()
+    for statement in program.statements:
+        if statement.trusted:
+            continue
+        for node in ast.walk(statement.node):
+            if by_hand and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own.add(node.name)
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                own.add(item.name)
+                if by_hand and item.args.args:  # self.grad = ... in its methods
+                    me = item.args.args[0].arg
+                    own.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
+                               and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == me)
+    return own
+
+
 def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool = False,
            allowed: Iterable[str] = ()) -> list[Finding]:
     """The findings of ``program``'s statements (one per line and reason), in notebook order.
@@ -706,11 +806,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
     aliases = _Aliases(s.node for s in program.statements)
     findings: list[Finding] = list(program.unresolved)
     seen: set[tuple[int, int, str]] = set()
-    # in gradients by hand, the answer's own methods: `relu.backward(g)` of its own class is not
-    # autograd's (whose engine does not exist while the answer is graded)
-    own = {n.name for s in program.statements for n in ast.walk(s.node)
-           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.trusted
-           } if program.exercise in AUTOGRAD_BY_HAND else set()
+    own = _own_names(program)
 
     def add(statement: _Statement, node: ast.AST, why: str) -> None:
         f = _line(statement, node)
@@ -724,6 +820,11 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
             continue
         called = {id(n.func) for n in ast.walk(statement.node) if isinstance(n, ast.Call)}
         docs = {id(n.value) for n in ast.walk(statement.node) if isinstance(n, ast.Expr)}  # bare strings
+        # annotations: typing.get_type_hints or functools.singledispatch evaluate their strings
+        annotations = {id(e) for n in ast.walk(statement.node)
+                       for a in ((n.annotation,) if isinstance(n, (ast.arg, ast.AnnAssign))
+                                 else (n.returns,) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else ())
+                       if a is not None for e in ast.walk(a)}
         parents: dict[int, ast.AST] = {}
         for n in ast.walk(statement.node):
             for child in ast.iter_child_nodes(n):
@@ -758,7 +859,14 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                                         "derivation does not need").format(name=_constant_of(node.value, rules.last),
                                                                            value=node.value))
             if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in docs:
-                why = rules.string(node.value)
+                whole = parents.get(id(node))  # a piece of an f-string: prose when the whole is
+                if id(node) in annotations:
+                    why = rules.string(node.value, code=True)
+                elif isinstance(whole, ast.JoinedStr) and _prose("".join(
+                        v.value if isinstance(v, ast.Constant) else "{}" for v in whole.values)):
+                    why = None
+                else:
+                    why = rules.string(node.value)
                 if why:
                     add(statement, node, why)
                 continue
