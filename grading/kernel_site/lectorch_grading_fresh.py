@@ -175,28 +175,19 @@ def _grad_modes_off(refused_type, what: str) -> None:
 
 
 def _seal_code(namespace: dict, refused_type, what: str) -> None:
-    """``exec``, ``eval`` and ``compile`` refused to the answer's code: a module's source run again
-    would define fresh copies of the routines removed from it (:class:`_NoReload` refuses only
-    loading it again). Library code keeps them where it builds what the answer defines (a dataclass,
-    a namedtuple, a type hint): a call from those modules' own code, however deep in the answer's."""
+    """``exec``, ``eval`` and ``compile`` refused to the answer's own code: a module's source run
+    again would define fresh copies of the routines removed from it (:class:`_NoReload` refuses only
+    loading it again). The library keeps them: it builds with them what the answer uses (a module
+    imported on first use, a dataclass, mpmath's operators under torch's shapes). (A library function
+    that calls what it is handed would call them for the answer: the static review refuses every
+    spelling of these names it can read.)"""
     import builtins
 
     getframe = sys._getframe
-    trusted = {sys.modules[m].__dict__["__file__"]: id(sys.modules[m].__dict__)
-               for m in ("dataclasses", "collections", "typing") if m in sys.modules}
-
-    def answer_on_stack(frame) -> bool:
-        while frame is not None:
-            if frame.f_globals is namespace:
-                return True
-            frame = frame.f_back
-        return False
 
     def guard(name: str, original):
         def guarded(*args, **kwargs):
-            caller = getframe(1)
-            mine = trusted.get(caller.f_code.co_filename) == id(caller.f_globals)
-            if not mine and answer_on_stack(caller):
+            if getframe(1).f_globals is namespace:
                 raise refused_type(f"this exercise asks you to write {what} yourself: {name} runs no code "
                                    "of your answer's while it is graded.")
             return original(*args, **kwargs)
