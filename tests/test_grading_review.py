@@ -552,6 +552,12 @@ RED_TEAM = {
         "    return found\n"
         "def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n"
         "    return kit()['__imp' + 'ort__']('lectorch.train')"), "c.cr_frame.f_builtins"),
+    # a ninth: a module reached as an attribute of something the review cannot name
+    "numpy through a module in a list": ("views-transpose-strides", (
+        "import os\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    np_ = [os][0].sys.modules['num' + 'py']\n"
+        "    return np_.empty(shape).swapaxes(d0, d1).strides"), "[os][0].sys.modules"),
     "autograd's nodes under their private name": ("backprop-skip-grads", (
         "def skip_grads(x, w1, w2):\n"
         "    out = (x @ w1).relu() @ w2\n"
@@ -1161,6 +1167,9 @@ def test_strings_that_carry_code_are_findings_and_prose_is_not():
         assert rule.string(prose) is None, prose
 
 
+#: the bytecode of lectorch's cosine schedule, as a student would carry it in from their kernel
+_COSINE_BYTECODE = __import__("marshal").dumps(__import__("lectorch.train").train.cosine_lr.__code__).hex()
+
 #: what the fresh process refuses below the names it removed: (exercise, the answer's cell, what it raises)
 FRESH = {
     "a module loaded again": ("optim-rmsprop", "import importlib, torch.optim.rmsprop as R\n"
@@ -1221,7 +1230,22 @@ FRESH = {
         "import torch.optim.rmsprop as R\n"
         "copy = {'__name__': R.__name__, '__package__': 'torch.optim'}\n"
         "ran = exec(compile(open(R.__file__).read(), R.__file__, 'exec'), copy)\n"
-        "MyRMSprop = copy['RMSprop']"), "compile runs no code of your answer's"),
+        "MyRMSprop = copy['RMSprop']"), "compile is refused to your answer's code"),
+    # a ninth: a refused routine's bytecode in a new function, a frame's builtins, a code object reused
+    "a refused routine's bytecode": ("train-lr-at-step", (
+        "import marshal\n"
+        f"BLOB = {_COSINE_BYTECODE!r}\n"
+        "lr_at = type(len)(marshal.loads(bytes.fromhex(BLOB)), {})"), "marshal.loads is refused"),
+    "a coroutine's frame": ("train-lr-at-step", (
+        "async def co():\n"
+        "    pass\n"
+        "c = co()\n"
+        "found = c.cr_frame\n"
+        "lr_at = lambda *a: found"), ".cr_frame is refused"),
+    "a function built from another's code": ("train-lr-at-step", (
+        "def mine(step, max_lr, min_lr, warmup_steps, total_steps):\n"
+        "    return 0.0\n"
+        "lr_at = type(mine)(mine.__code__, {})"), ".__code__ is refused"),
     "gradients recorded after all": ("backprop-skip-grads", (
         "import torch\n"
         "with torch.enable_grad():\n"

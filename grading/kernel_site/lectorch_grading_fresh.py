@@ -174,29 +174,44 @@ def _grad_modes_off(refused_type, what: str) -> None:
                         space[key] = only_off
 
 
-def _seal_code(namespace: dict, refused_type, what: str) -> None:
-    """``exec``, ``eval`` and ``compile`` refused to the answer's own code: a module's source run
-    again would define fresh copies of the routines removed from it (:class:`_NoReload` refuses only
-    loading it again). The library keeps them: it builds with them what the answer uses (a module
-    imported on first use, a dataclass, mpmath's operators under torch's shapes). (A library function
-    that calls what it is handed would call them for the answer: the static review refuses every
-    spelling of these names it can read.)"""
-    import builtins
+#: audited events refused to the answer's own code (the frame that raised them): code built or run
+#: (a module's source run again, a refused routine's bytecode in a new function), a pickle's globals,
+#: a frame (and through it the builtins, under no name the review reads)
+_REFUSED_EVENTS = frozenset({"exec", "compile", "marshal.load", "marshal.loads", "function.__new__", "code.__new__",
+                             "pickle.find_class", "sys._getframe", "sys._current_frames"})
+#: attributes whose reading is audited (``object.__getattr__``): the frames and code objects
+_REFUSED_READS = frozenset({"cr_frame", "gi_frame", "ag_frame", "tb_frame", "cr_code", "gi_code", "ag_code", "f_code",
+                            "__code__"})
 
+
+def _audit_walls(namespace: dict, refused_type, what: str) -> None:
+    """An audit hook (it cannot be removed) that refuses :data:`_REFUSED_EVENTS`, reading
+    :data:`_REFUSED_READS` and setting ``__code__`` when the frame that raised them is the answer's
+    own code (its globals are the program's namespace). The library keeps them for what it does on
+    the answer's behalf: a module imported on first use, a dataclass, a warning's stack level."""
     getframe = sys._getframe
+    inside = []  # the hook's own getframe is an audited event too
 
-    def guard(name: str, original):
-        def guarded(*args, **kwargs):
-            if getframe(1).f_globals is namespace:
-                raise refused_type(f"this exercise asks you to write {what} yourself: {name} runs no code "
-                                   "of your answer's while it is graded.")
-            return original(*args, **kwargs)
+    def hook(event: str, args: tuple) -> None:
+        if inside:
+            return
+        if event in _REFUSED_EVENTS:
+            name = event
+        elif event in ("object.__getattr__", "object.__setattr__") and len(args) > 1 and (
+                args[1] in _REFUSED_READS if event == "object.__getattr__" else args[1] == "__code__"):
+            name = f".{args[1]}"
+        else:
+            return
+        inside.append(event)
+        try:
+            mine = getframe(1).f_globals is namespace
+        finally:
+            inside.pop()
+        if mine:
+            raise refused_type(f"this exercise asks you to write {what} yourself: {name} is refused to your "
+                               "answer's code while it is graded.")
 
-        guarded.__name__ = guarded.__qualname__ = name
-        return guarded
-
-    for name in ("exec", "eval", "compile"):
-        setattr(builtins, name, guard(name, getattr(builtins, name)))
+    sys.addaudithook(hook)
 
 
 class _NoReload:
@@ -304,7 +319,7 @@ def _namespace(item: dict) -> tuple[dict, list[dict]]:
     if item.get("refuse"):
         from lectorch.exercises.refuse import RefusedShortcut
 
-        _seal_code(namespace, RefusedShortcut, item["refuse"].get("what", "this"))
+        _audit_walls(namespace, RefusedShortcut, item["refuse"].get("what", "this"))
     for k, code in enumerate(codes):
         try:
             with no_tensors() if no_tensors is not None else contextlib.nullcontext():

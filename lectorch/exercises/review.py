@@ -757,6 +757,9 @@ def _prose(text: str) -> bool:
 _TOKEN = re.compile(r"(?<!\w)[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
 #: modules that are escape hatches as a whole (their names, in a string, name code)
 _ESCAPE_MODULES = frozenset(p for p in ESCAPES if "." not in p) | {"__builtin__", "_io", "posix"}
+#: module names that no object of an answer has as an attribute, whatever it is (``[os][0].sys``, a
+#: returned module's ``.importlib``): "code" is left out, a common attribute's name
+_MODULE_ATTRIBUTES = (_ESCAPE_MODULES | {"sys"}) - {"code"}
 #: the first names of dotted paths that lead into code
 _CODE_ROOTS = frozenset(_LIBRARIES) | ALLOWED_MODULES | _ESCAPE_MODULES | {"np", "F", "nn", "sys", "typing"}
 
@@ -895,6 +898,9 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 escape = _escape_attribute(node.attr)
                 if escape:
                     add(statement, node, f"`.{node.attr}` {tr(escape)}")
+                    continue
+                if node.attr in _MODULE_ATTRIBUTES:
+                    add(statement, node, tr("reaches the module {module} as an object's attribute").format(module=node.attr))
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):
                     continue  # judged as part of the longest chain
