@@ -694,7 +694,7 @@ def _compare_number(ex: Exercise, got: Any, expected: Any, page: bool) -> str | 
     if slip:
         return tr("{got} is not right: {slip}").format(got=short(got), slip=slip)
     if x is None:
-        return tr("{got} is not the expected answer.").format(got=short(got)) if exact else tr("expected a number, got {got}.").format(got=short(got))
+        return tr("{got} is not the expected answer.").format(got=short(got)) if exact else tr("expected a number (an int or a float), got {got}.").format(got=short(got))
     if math.isnan(x):
         return tr("your answer is NaN (not a number): look for 0/0 or inf - inf.")
     if not math.isfinite(x):
