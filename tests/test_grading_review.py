@@ -558,6 +558,17 @@ RED_TEAM = {
         "def transposed_strides(shape, d0, d1):\n"
         "    np_ = [os][0].sys.modules['num' + 'py']\n"
         "    return np_.empty(shape).swapaxes(d0, d1).strides"), "[os][0].sys.modules"),
+    # a tenth: ctypes without its name (numpy's ctypeslib), a C function pointer's subclass
+    "C functions through numpy's ctypeslib": ("precision-log-softmax", (
+        "import numpy as np\n"
+        "LIB = np.ctypeslib.load_library('libpython3.11.so', '/usr/lib')\n"
+        "def log_softmax(logits):\n"
+        "    return LIB"), "np.ctypeslib.load_library"),
+    "a C function pointer's subclass": ("precision-log-softmax", (
+        "class Api(type(len)):\n"
+        "    _flags_ = 1 | 4\n"
+        "def log_softmax(logits):\n"
+        "    return Api"), "_flags_ = 1 | 4"),
     "autograd's nodes under their private name": ("backprop-skip-grads", (
         "def skip_grads(x, w1, w2):\n"
         "    out = (x @ w1).relu() @ w2\n"
@@ -1236,6 +1247,25 @@ FRESH = {
         "import marshal\n"
         f"BLOB = {_COSINE_BYTECODE!r}\n"
         "lr_at = type(len)(marshal.loads(bytes.fromhex(BLOB)), {})"), "marshal.loads is refused"),
+    # a tenth: native code through a library, the routines the C API reached
+    "native code through numpy": ("precision-log-softmax", (
+        "import numpy as np\n"
+        "lib = np.ctypeslib.ctypes.CDLL(None)\n"
+        "log_softmax = lambda logits: lib"), "native code (ctypes.dlopen)"),
+    "Adam's update on a sparse gradient": ("optim-adamw-step", (
+        "import torch.optim._functional as F\n"
+        "done = F.sparse_adam([], [], [], [], [], eps=1e-8, beta1=0.9, beta2=0.99, lr=0.1, maximize=False)\n"
+        "adamw_step = lambda *a, **k: done"), "sparse_adam does not exist"),
+    "the logsumexp of an attention kernel": ("precision-log-softmax", (
+        "import torch\n"
+        "q = torch.ones(1, 1, 2, 4)\n"
+        "out = torch._scaled_dot_product_flash_attention_for_cpu(q, q, q)\n"
+        "log_softmax = lambda logits: out"), "_scaled_dot_product_flash_attention_for_cpu"),
+    "the scheduler's closed form": ("train-lr-at-step", (
+        "import torch\n"
+        "f = torch.optim.lr_scheduler.CosineAnnealingLR._get_closed_form_lr\n"
+        "done = f(None)\n"
+        "lr_at = lambda *a: done"), "_get_closed_form_lr does not exist"),
     "a coroutine's frame": ("train-lr-at-step", (
         "async def co():\n"
         "    pass\n"

@@ -188,12 +188,31 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
     """An audit hook (it cannot be removed) that refuses :data:`_REFUSED_EVENTS`, reading
     :data:`_REFUSED_READS` and setting ``__code__`` when the frame that raised them is the answer's
     own code (its globals are the program's namespace). The library keeps them for what it does on
-    the answer's behalf: a module imported on first use, a dataclass, a warning's stack level."""
+    the answer's behalf: a module imported on first use, a dataclass, a warning's stack level.
+    ctypes (a C library loaded, a symbol looked up, a C function called) is refused whenever the
+    answer's code is on the stack, whoever calls it (numpy's ``ctypeslib`` loads libraries for it)."""
     getframe = sys._getframe
     inside = []  # the hook's own getframe is an audited event too
 
+    def answer_on_stack(frame) -> bool:
+        while frame is not None:
+            if frame.f_globals is namespace:
+                return True
+            frame = frame.f_back
+        return False
+
     def hook(event: str, args: tuple) -> None:
         if inside:
+            return
+        if event.startswith("ctypes."):  # native code: refused while the answer runs, through any library
+            inside.append(event)
+            try:
+                mine = answer_on_stack(getframe(1))
+            finally:
+                inside.pop()
+            if mine:
+                raise refused_type(f"this exercise asks you to write {what} yourself: native code ({event}) is "
+                                   "refused while your answer is graded.")
             return
         if event in _REFUSED_EVENTS:
             name = event

@@ -110,6 +110,7 @@ register(
             "torch.optim.rmsprop.rmsprop",
             "torch.optim.rmsprop._single_tensor_rmsprop",
             "torch.optim.rmsprop._multi_tensor_rmsprop",
+            "torch.optim._functional.sparse_adam",  # Adam's update on a sparse gradient of every index
         ),
         hint=("Keep one running average per parameter in self.state[p], created the first time the "
               "parameter is seen, and update both it and p in place.",
@@ -189,6 +190,7 @@ register(
             "torch.optim.adamw.adamw",
             "torch._fused_adamw_",
             "torch._fused_adam_",
+            "torch.optim._functional.sparse_adam",  # Adam's update on a sparse gradient of every index
         ),
         hint=("Check the moments first: does your m and v match on step 1 with weight_decay=0? Then the "
               "parameter on step 1, then on a later step.",

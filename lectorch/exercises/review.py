@@ -66,7 +66,7 @@ ESCAPES = {
     "os.system": N_("starts a process"), "os.popen": N_("starts a process"), "os.fork": N_("starts a process"),
     "os.forkpty": N_("starts a process"), "os.posix_spawn": N_("starts a process"), "os.posix_spawnp": N_("starts a process"),
     "os.kill": N_("signals a process"), "os.environ": N_("reads or sets the environment"),
-    "ctypes": N_("calls native code"), "cffi": N_("calls native code"), "importlib": N_("imports by name"),
+    "ctypes": N_("calls native code"), "cffi": N_("calls native code"), "numpy.ctypeslib": N_("calls native code"), "importlib": N_("imports by name"),
     "pickle": N_("unpickles code"), "marshal": N_("loads code"), "gc": N_("reaches objects through the garbage collector"),
     "inspect": N_("inspects frames or closures"), "types.FunctionType": N_("copies a function"),
     "types.CodeType": N_("builds code"), "types.LambdaType": N_("copies a function"), "types.MethodType": N_("rebinds a function"),
@@ -119,6 +119,10 @@ _BY_NAME = ("getattr", "setattr", "delattr", "hasattr")
 _FRAMES = ("f_back", "f_builtins", "f_globals", "f_locals", "f_code", "f_trace", "gi_frame", "gi_code", "gi_yieldfrom",
            "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next",
            "__traceback__")
+#: ctypes under other names (numpy's ``ctypeslib``, a library object's loader) and the class attributes
+#: that make a C function callable (a subclass of a ctypes function pointer)
+_NATIVE = ("ctypeslib", "load_library", "CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "_flags_", "_argtypes_",
+           "_restype_")
 #: a code object's parts: what a function is built again from
 _CODE = ("co_code", "co_consts", "co_names", "co_varnames", "co_filename", "co_qualname", "co_firstlineno")
 
@@ -144,6 +148,7 @@ ESCAPE_ATTRIBUTES = {
     "DisableTorchFunctionSubclass": N_("switches torch-function modes"),
     "_make_wrapper_subclass": N_("builds a tensor subclass that sees torch's calls"),
     "_make_subclass": N_("builds a tensor subclass that sees torch's calls"),
+    **{name: N_("calls native code") for name in _NATIVE},
     "__torch_dispatch__": N_("sees every torch call (a counter or a replacement of torch's own)"),
     "__torch_function__": N_("sees every torch call (a counter or a replacement of torch's own)"),
 }
@@ -197,12 +202,17 @@ EQUIVALENTS = {
     "precision-log-softmax": ("log_softmax", "logsumexp", "logcumsumexp", "logaddexp", "logaddexp2", "softmax",
                               "log_softmax_backward_data", "LogSoftmax", "Softmax", "cross_entropy", "nll_loss",
                               "CrossEntropyLoss", "NLLLoss", "softmin", "Softmin", "gumbel_softmax",
-                              "softplus", "Softplus"),  # softplus(b - a) + a is logaddexp(a, b)
+                              "softplus", "Softplus",  # softplus(b - a) + a is logaddexp(a, b)
+                              # attention kernels that return their rows' logsumexp beside the output
+                              "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+                              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                              "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward",
+                              "_efficient_attention_forward"),
     "backprop-skip-grads": ("backward", "grad", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian",
                             "grad_and_value", "vmap", "functional_call"),
     "optim-adamw-step": ("adam", "adamw", "Adam", "AdamW", "_fused_adam", "_fused_adamw", "_fused_adam_",
-                         "_fused_adamw_"),
-    "optim-rmsprop": ("rmsprop", "RMSprop", "RMSProp"),
+                         "_fused_adamw_", "sparse_adam"),
+    "optim-rmsprop": ("rmsprop", "RMSprop", "RMSProp", "sparse_adam"),
     "optim-clip-grad-norm": ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_",
                              "grad_norm", "_foreach_norm"),
     "train-lr-at-step": ("cosine_lr", "cosine_schedule", "CosineSchedule", "CosineAnnealingLR", "LambdaLR",
@@ -855,6 +865,8 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
                     and len(node.args) == 3 and "type" not in aliases.paths:  # its methods named by strings
                 add(statement, node, tr("`type` with three arguments builds a class from names in strings"))
+            if isinstance(node, ast.Name) and node.id in _NATIVE:  # class F(CFuncPtr): _flags_ = ...
+                add(statement, node, f"`{node.id}` {tr(ESCAPE_ATTRIBUTES[node.id])}")
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ESCAPE_ATTRIBUTES:
                 add(statement, node, f"`{node.name}` {tr(ESCAPE_ATTRIBUTES[node.name])}")  # def __torch_dispatch__
             if isinstance(node, ast.Constant) and type(node.value) is float and _constant_of(node.value, rules.last):

@@ -178,6 +178,7 @@ register(
             "lectorch.train.cosine_schedule",
             "lectorch.train.CosineSchedule",
             "torch.optim.lr_scheduler.LRScheduler",
+            "torch.optim.lr_scheduler.CosineAnnealingLR._get_closed_form_lr",
         ),
         compare=_compare_lr,
         hint=("look at the step where the warm-up ends and at the steps after total_steps: "
