@@ -569,6 +569,14 @@ RED_TEAM = {
         "    _flags_ = 1 | 4\n"
         "def log_softmax(logits):\n"
         "    return Api"), "_flags_ = 1 | 4"),
+    # an eleventh: code in a dataclass field's name (dataclasses writes it into a method's source)
+    "code in a dataclass field's name": ("views-transpose-strides", (
+        "import dataclasses\n"
+        "class Probe:\n"
+        "    pass\n"
+        "Probe.__annotations__ = {'\"+str(1)+\"': int}\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    return repr(dataclasses.dataclass(Probe)())"), "Probe.__annotations__"),
     "autograd's nodes under their private name": ("backprop-skip-grads", (
         "def skip_grads(x, w1, w2):\n"
         "    out = (x @ w1).relu() @ w2\n"
@@ -1266,6 +1274,20 @@ FRESH = {
         "f = torch.optim.lr_scheduler.CosineAnnealingLR._get_closed_form_lr\n"
         "done = f(None)\n"
         "lr_at = lambda *a: done"), "_get_closed_form_lr does not exist"),
+    # an eleventh: code the library makes from the answer's data (a field's name, a string annotation)
+    "code in a dataclass field's name": ("views-transpose-strides", (
+        "import dataclasses\n"
+        "class Probe:\n"
+        "    pass\n"
+        "Probe.__annotations__ = {'\"+str(1)+\"': int}\n"
+        "P = dataclasses.dataclass(Probe, init=False, eq=False)\n"
+        "transposed_strides = lambda *a: P"), "is not a Python name"),
+    "code in a string annotation": ("train-lr-at-step", (
+        "import typing\n"
+        "def f(x: 'exec(\"1\")'):\n"
+        "    pass\n"
+        "hints = typing.get_type_hints(f)\n"
+        "lr_at = lambda *a: hints"), "compile is refused"),  # exec("1") compiles first
     "a coroutine's frame": ("train-lr-at-step", (
         "async def co():\n"
         "    pass\n"
@@ -1308,6 +1330,23 @@ def test_the_fresh_process_still_runs_honest_torch_code():
               "y = z - z.exp().sum(-1, keepdim=True).log()\n"
               "log_softmax = lambda logits: y")
     assert _fresh_errors(notebook_of("precision-log-softmax", [source]), "precision-log-softmax", "log_softmax") == []
+
+
+def test_a_name_rebound_from_itself_keeps_its_first_binding():
+    """``Width = dataclass(Width)`` and ``SIZES = dict(SIZES, y=2)`` read the binding before: both
+    bindings are in the program, as in the notebook."""
+    source = ("import dataclasses\n"
+              "class Width:\n"
+              "    n: int = 2\n"
+              "Width = dataclasses.dataclass(Width)\n"
+              "SIZES = {'x': 1}\n"
+              "SIZES = dict(SIZES, y=2)\n"
+              "def transposed_strides(shape, d0, d1):\n"
+              "    return (Width().n, SIZES['y'])\n")
+    nb = notebook_of("views-transpose-strides", [source], "transposed_strides")
+    program = engine.build(nb, "views-transpose-strides", "transposed_strides").source()
+    assert "class Width" in program and "SIZES = {'x': 1}" in program, program
+    assert _fresh_errors(nb, "views-transpose-strides", "transposed_strides") == []
 
 
 def test_the_fresh_process_still_builds_what_the_answer_defines_with_the_library():

@@ -184,6 +184,36 @@ _REFUSED_READS = frozenset({"cr_frame", "gi_frame", "ag_frame", "tb_frame", "cr_
                             "__code__"})
 
 
+def _generated(filename: str) -> bool:
+    """Whether code of this file name was made from a string at run time (``<string>``), not
+    read from a file (nor frozen in the interpreter, as importlib is).
+
+    >>> _generated("<string>"), _generated("<frozen importlib._bootstrap>"), _generated("/x/dataclasses.py")
+    (True, False, False)
+    """
+    return filename.startswith("<") and not filename.startswith("<frozen ")
+
+
+def _identifier_fields_only(refused_type, what: str) -> None:
+    """A dataclass's fields must be identifiers: dataclasses writes their names into the source of
+    the methods it generates and runs it, so a field named ``"+expr+"`` would run ``expr``."""
+    import dataclasses
+
+    process = getattr(dataclasses, "_process_class", None)
+    if process is None:  # a Python whose dataclasses works otherwise: nothing to check here
+        return
+
+    def checked(cls, *args, **kwargs):
+        names = cls.__dict__.get("__annotations__", {})
+        odd = [n for n in names if not (isinstance(n, str) and n.isidentifier())]
+        if odd:
+            raise refused_type(f"this exercise asks you to write {what} yourself: a dataclass field named "
+                               f"{str(odd[0])[:40]!r} is not a Python name.")
+        return process(cls, *args, **kwargs)
+
+    dataclasses._process_class = checked
+
+
 def _audit_walls(namespace: dict, refused_type, what: str) -> None:
     """An audit hook (it cannot be removed) that refuses :data:`_REFUSED_EVENTS`, reading
     :data:`_REFUSED_READS` and setting ``__code__`` when the frame that raised them is the answer's
@@ -223,7 +253,10 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
             return
         inside.append(event)
         try:
-            mine = getframe(1).f_globals is namespace
+            frame = getframe(1)
+            # the answer's own code, or code the library generated from the answer's data (a
+            # dataclass's __repr__ from its field names) running for it
+            mine = frame.f_globals is namespace or (_generated(frame.f_code.co_filename) and answer_on_stack(frame))
         finally:
             inside.pop()
         if mine:
@@ -231,6 +264,7 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
                                "answer's code while it is graded.")
 
     sys.addaudithook(hook)
+    _identifier_fields_only(refused_type, what)
 
 
 class _NoReload:

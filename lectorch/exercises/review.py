@@ -149,6 +149,7 @@ ESCAPE_ATTRIBUTES = {
     "_make_wrapper_subclass": N_("builds a tensor subclass that sees torch's calls"),
     "_make_subclass": N_("builds a tensor subclass that sees torch's calls"),
     **{name: N_("calls native code") for name in _NATIVE},
+    "__annotations__": N_("writes a class's fields by name (dataclasses runs them as code)"),
     "__torch_dispatch__": N_("sees every torch call (a counter or a replacement of torch's own)"),
     "__torch_function__": N_("sees every torch call (a counter or a replacement of torch's own)"),
 }
@@ -286,7 +287,9 @@ class _Statement:
                     if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store) and (
                             t is e or isinstance(t, (ast.Tuple, ast.List))):
                         out.add(e.id)
-            return out
+            # A = dataclass(A), SIZES = dict(SIZES, y=2): the value reads the binding before
+            read = {e.id for e in ast.walk(n.value) if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load)}
+            return out - read
         return set()
 
 
@@ -865,7 +868,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
                     and len(node.args) == 3 and "type" not in aliases.paths:  # its methods named by strings
                 add(statement, node, tr("`type` with three arguments builds a class from names in strings"))
-            if isinstance(node, ast.Name) and node.id in _NATIVE:  # class F(CFuncPtr): _flags_ = ...
+            if isinstance(node, ast.Name) and (node.id in _NATIVE or node.id == "__annotations__"):  # class F(CFuncPtr): _flags_ = ...
                 add(statement, node, f"`{node.id}` {tr(ESCAPE_ATTRIBUTES[node.id])}")
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ESCAPE_ATTRIBUTES:
                 add(statement, node, f"`{node.name}` {tr(ESCAPE_ATTRIBUTES[node.name])}")  # def __torch_dispatch__
