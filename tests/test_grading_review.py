@@ -577,6 +577,31 @@ RED_TEAM = {
         "Probe.__annotations__ = {'\"+str(1)+\"': int}\n"
         "def transposed_strides(shape, d0, d1):\n"
         "    return repr(dataclasses.dataclass(Probe)())"), "Probe.__annotations__"),
+    # a twelfth: a module's private alias of sys, routines that fold a logaddexp or make a softmax,
+    # exp written with hyperbolic functions
+    "numpy through a module's private alias of sys": ("views-transpose-strides", (
+        "import tempfile\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    np_ = [tempfile][0]._sys.modules['numpy']\n"
+        "    return np_.empty(shape).swapaxes(d0, d1).strides"), "[tempfile][0]._sys.modules"),
+    "a logaddexp folded with logsigmoid": ("precision-log-softmax", (
+        "import torch.nn.functional as F\n"
+        "def log_softmax(x):\n"
+        "    acc = x[..., 0]\n"
+        "    for j in range(1, x.shape[-1]):\n"
+        "        acc = acc - F.logsigmoid(acc - x[..., j])\n"
+        "    return x - acc[..., None]"), "F.logsigmoid"),
+    "a softmax from attention": ("precision-log-softmax", (
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "def log_softmax(x):\n"
+        "    return F.scaled_dot_product_attention(torch.ones(1, 1, 1), x[None, :, None], torch.eye(x.shape[-1])[None])"),
+        "F.scaled_dot_product_attention"),
+    "exp as cosh minus sinh": ("init-leaky-std", (
+        "import math\n"
+        "def leaky_relu_std(fan_in, slope):\n"
+        "    w = [math.cosh(z * z / 2) - math.sinh(z * z / 2) for z in range(3)]\n"
+        "    return sum(w) / fan_in"), "math.cosh"),
     "autograd's nodes under their private name": ("backprop-skip-grads", (
         "def skip_grads(x, w1, w2):\n"
         "    out = (x @ w1).relu() @ w2\n"

@@ -174,7 +174,7 @@ def _escape_attribute(attr: str) -> str | None:
 #: (statistics.NormalDist), and the constants and exp that a hand-written density needs
 _GAUSSIAN_BY_NUMBERS = ("trapezoid", "trapz", "cumulative_trapezoid", "simpson", "simps", "quad", "romb", "romberg",
                         "fixed_quad", "quadrature", "exp", "expm1", "exp2", "erf", "erfc", "e", "pi", "tau",
-                        "NormalDist")
+                        "NormalDist", "cosh", "sinh", "tanh")  # exp(-x) is cosh(x) - sinh(x)
 #: the constants of a hand-written Gaussian density, under the name that EQUIVALENTS forbids: typed
 #: as digits (2.718281828459045) they are the same constant
 _CONSTANT_DIGITS = {"e": (math.e, 1 / math.e),
@@ -208,7 +208,11 @@ EQUIVALENTS = {
                               "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
                               "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
                               "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward",
-                              "_efficient_attention_forward"),
+                              "_efficient_attention_forward",
+                              # a softmax or a logaddexp computed inside another routine
+                              "scaled_dot_product_attention", "_safe_softmax", "logsigmoid", "log_sigmoid",
+                              "log_sigmoid_forward", "LogSigmoid", "binary_cross_entropy_with_logits",
+                              "BCEWithLogitsLoss"),
     "backprop-skip-grads": ("backward", "grad", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian",
                             "grad_and_value", "vmap", "functional_call"),
     "optim-adamw-step": ("adam", "adamw", "Adam", "AdamW", "_fused_adam", "_fused_adamw", "_fused_adam_",
@@ -914,7 +918,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 if escape:
                     add(statement, node, f"`.{node.attr}` {tr(escape)}")
                     continue
-                if node.attr in _MODULE_ATTRIBUTES:
+                if node.attr.lstrip("_") in _MODULE_ATTRIBUTES:  # also a module's private alias: tempfile._sys
                     add(statement, node, tr("reaches the module {module} as an object's attribute").format(module=node.attr))
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):
