@@ -72,7 +72,10 @@ def _styles(page, *, printed: bool) -> dict[str, list[str]]:
     page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise")
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     page.wait_for_timeout(300)
-    page.evaluate("() => document.fonts.ready.then(() => true)")  # the CJK font swapped in, or not yet: either run
+    # every font the page declares loaded, whether layout has asked for it yet or not: the Chinese
+    # pages' CJK fallback is otherwise swapped in at a moment that differs from load to load
+    page.evaluate("() => Promise.all([...document.fonts].map(f => f.load().catch(() => null)))"
+                  ".then(() => document.fonts.ready).then(() => true)")
     states = {}
     for theme in ("light", "dark"):
         page.evaluate(f"() => document.documentElement.dataset.theme = '{theme}'")
