@@ -113,12 +113,18 @@ def _seal_dispatch(raiser) -> None:
             if sealed:
                 obj = getattr(owner, name)
                 switches[id(obj)] = (obj, raiser(f"{prefix}.{name}"))  # obj held: its id stays its own
+    _replace_in_modules(switches)
+
+
+def _replace_in_modules(swaps: dict) -> None:
+    """Every module-level name bound to an object of ``swaps`` ({id(obj): (obj, replacement)}; the
+    object held so that its id stays its own) rebound to the replacement."""
     for module in list(sys.modules.values()):
         space = getattr(module, "__dict__", None)
         if isinstance(space, dict):
             for key, value in list(space.items()):
-                if id(value) in switches:
-                    space[key] = switches[id(value)][1]
+                if id(value) in swaps:
+                    space[key] = swaps[id(value)][1]
 
 
 def _seal_gc(raiser) -> None:
@@ -137,10 +143,7 @@ def _remove_engine(refused) -> None:
     import torch.autograd.variable as variable
 
     engine = graph._engine_run_backward
-    for module in list(sys.modules.values()):
-        space = getattr(module, "__dict__", None)
-        if isinstance(space, dict) and space.get("_engine_run_backward") is engine:
-            space["_engine_run_backward"] = refused
+    _replace_in_modules({id(engine): (engine, refused)})
 
     class _NoEngine:
         def __getattr__(self, name):
@@ -156,6 +159,7 @@ def _grad_modes_off(refused_type, what: str) -> None:
     Switching a mode off again (``torch.no_grad()``) still works; on is refused."""
     import torch
 
+    swaps = {}
     for name in ("_set_grad_enabled", "_set_fwd_grad_enabled"):
         original = getattr(torch._C, name)
         original(False)
@@ -166,12 +170,8 @@ def _grad_modes_off(refused_type, what: str) -> None:
                                    f"nothing while your answer is graded (torch._C.{_name}).")
             return _original(False)
 
-        for module in list(sys.modules.values()):
-            space = getattr(module, "__dict__", None)
-            if isinstance(space, dict):
-                for key, value in list(space.items()):
-                    if value is original:
-                        space[key] = only_off
+        swaps[id(original)] = (original, only_off)
+    _replace_in_modules(swaps)
 
 
 #: audited events refused to the answer's own code (the frame that raised them): code built or run
