@@ -613,6 +613,12 @@ RED_TEAM = {
         "    num = sum(wi * (z if z > 0 else slope * z) ** 2 for wi, z in zip(w, zs))\n"
         "    den = sum(wi * z * z for wi, z in zip(w, zs))\n"
         "    return (1 / (fan_in * num / den)) ** 0.5"), "2.718281828459045"),
+    # a thirteenth: numpy as an attribute of an object the review cannot name
+    "numpy's True as an object's attribute": ("views-transpose-strides", (
+        "import torch.storage\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    a = [torch.storage][0].np.True_.__array__()\n"
+        "    return a.repeat(6).reshape(shape).swapaxes(d0, d1).strides"), "[torch.storage][0].np"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -1332,6 +1338,23 @@ FRESH = {
         "import torch.autograd.forward_ad as fw\n"
         "on = fw._set_fwd_grad_enabled(True)\n"
         "skip_grads = lambda x, w1, w2: on"), "autograd records nothing"),
+    # a thirteenth: numpy, where no tensor may be made, computes nothing under any name it is reached by
+    "numpy where no tensor may be made": ("views-transpose-strides", (
+        "import numpy as np\n"
+        "a = np.empty((2, 3), dtype=np.int8)\n"
+        "transposed_strides = lambda shape, d0, d1: a"), "numpy.empty does not exist"),
+    "numpy's ufunc under a module's alias": ("views-transpose-strides", (
+        "import torch.storage as T\n"
+        "s = T.np.lib.stride_tricks.as_strided\n"
+        "got = s(None, (2,), (1,))\n"
+        "transposed_strides = lambda shape, d0, d1: got"), "as_strided does not exist"),
+    "an array from numpy's True": ("views-transpose-strides", (
+        "import torch.storage as T\n"
+        "a = T.np._core.numeric.True_.__array__()\n"
+        "transposed_strides = lambda shape, d0, d1: a"), "AttributeError: 'bool' object has no attribute '__array__'"),
+    "a part of numpy not loaded yet": ("views-transpose-strides", (
+        "import numpy.f2py as f\n"
+        "transposed_strides = lambda shape, d0, d1: f"), "numpy.f2py cannot be loaded while"),
     "autograd's engine": ("backprop-skip-grads", "import torch\n"
                           "from torch.autograd.graph import _engine_run_backward as run\n"
                           "w = torch.ones(2, requires_grad=True)\n"
@@ -1447,6 +1470,7 @@ def _fresh_run(nb, ex_id: str, expr: str, calls: list[tuple] = ()) -> tuple[list
         "lectorch_grading_fresh", ROOT / "grading" / "kernel_site" / "lectorch_grading_fresh.py")
     fresh = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fresh)
+    import numpy.fft, numpy.linalg, numpy.random  # noqa: F401,E401  (as the grader's process has them)
     program = engine.build(nb, ex_id, expr)
     item = {"refuse": review.fresh_spec(ex_id, refusals()[ex_id]), "program": program.source(),
             "origins": program.origins()}

@@ -85,6 +85,8 @@ def _remove(spec: dict | None):
                what, RefusedShortcut).__enter__()
     _seal_dispatch(raiser)
     _seal_gc(raiser)
+    if spec.get("no_tensors"):
+        _numpy_off(raiser, what)
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
 
 
@@ -134,6 +136,50 @@ def _seal_gc(raiser) -> None:
 
     for name in ("get_objects", "get_referrers", "get_referents"):
         setattr(gc, name, raiser(f"gc.{name}"))
+
+
+def _numpy_off(raiser, what: str) -> None:
+    """Where no tensor may be made, no array either: every routine and type of numpy (torch
+    imported it) replaced by a raiser in every module that holds one, so numpy reached under any
+    name (an alias, a module's private ``_np``) computes nothing."""
+    numpy = [m for name, m in sorted(sys.modules.items(), key=lambda item: (item[0].count("."), item[0]))
+             if name.split(".")[0] == "numpy" and isinstance(m, ModuleType)]  # numpy.empty named before its home
+    def of_numpy(obj) -> bool:  # a routine, type or ufunc of numpy's, or a method bound to one
+        home = getattr(obj, "__module__", None)
+        home = home if isinstance(home, str) else type(obj).__module__
+        bound = getattr(obj, "__self__", None)
+        return home.split(".")[0] == "numpy" or (bound is not None and not isinstance(bound, ModuleType)
+                                                 and type(bound).__module__.split(".")[0] == "numpy")
+
+    swaps = {}
+    for module in numpy:
+        for key, value in list(vars(module).items()):
+            if not key.startswith("__") and callable(value) and id(value) not in swaps and of_numpy(value):
+                refused = raiser(f"{module.__name__}.{key}")
+                swaps[id(value)] = (value, _type_that_refuses(value, refused) if isinstance(value, type) else refused)
+            elif not callable(value) and type(value).__module__.split(".")[0] == "numpy" and (
+                    hasattr(value, "item") or hasattr(value, "type") or hasattr(value, "dtype")):
+                # a scalar, a dtype or an iinfo leads back to an array (np.True_.__array__(),
+                # dtype.type): the plain value or its name instead
+                swaps[id(value)] = (value, value.item() if hasattr(value, "item") else str(value))
+    _replace_in_modules(swaps)
+    sys.meta_path.insert(0, _NoReload(frozenset(), what, families=("numpy",)))  # a part not loaded yet stays so
+
+
+def _type_that_refuses(original: type, refused) -> type:
+    """A stand-in for the type ``original`` that ``isinstance`` and ``issubclass`` still answer for
+    (torch asks them of numpy's types) but that makes nothing: calling it is ``refused``."""
+    class Refusing(type):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, original)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, original)
+
+        def __call__(cls, *args, **kwargs):
+            return refused(*args, **kwargs)
+
+    return Refusing(original.__name__, (), {"__module__": original.__module__})
 
 
 def _remove_engine(refused) -> None:
@@ -269,15 +315,17 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
 
 class _NoReload:
     """A ``sys.meta_path`` finder that refuses to load again the modules the removed routines
-    came from (``importlib.reload`` and a fresh import both ask the finders first)."""
+    came from (``importlib.reload`` and a fresh import both ask the finders first), and any module
+    of the packages ``families``."""
 
-    def __init__(self, held: frozenset, what: str):
-        self.held, self.what = held, what
+    def __init__(self, held: frozenset, what: str, families: tuple = ()):
+        self.held, self.what, self.families = held, what, families
 
     def find_spec(self, name, path=None, target=None):
-        if name in self.held:
-            raise ImportError(f"this exercise asks you to write {self.what} yourself: {name} cannot be loaded "
-                              "again while your answer is graded.")
+        if name in self.held or name.split(".")[0] in self.families:
+            again = " again" if name in self.held else ""
+            raise ImportError(f"this exercise asks you to write {self.what} yourself: {name} cannot be loaded"
+                              f"{again} while your answer is graded.")
         return None
 
 
@@ -401,6 +449,7 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
     import tempfile
 
     import torch  # noqa: F401  (imported once, before any fork)
+    import numpy.fft, numpy.linalg, numpy.random  # noqa: F401,E401  (numpy's parts torch loads on first use)
     import lectorch.exercises
 
     lectorch.exercises.exercises()  # every exercise module loaded once, not once per child

@@ -918,7 +918,8 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 if escape:
                     add(statement, node, f"`.{node.attr}` {tr(escape)}")
                     continue
-                if node.attr.lstrip("_") in _MODULE_ATTRIBUTES:  # also a module's private alias: tempfile._sys
+                if node.attr.lstrip("_") in _MODULE_ATTRIBUTES or (
+                        rules.no_tensors and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
                     add(statement, node, tr("reaches the module {module} as an object's attribute").format(module=node.attr))
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):
