@@ -1418,44 +1418,6 @@ def test_the_fresh_process_still_builds_what_the_answer_defines_with_the_library
     assert _fresh_errors(nb, "backprop-skip-grads", "skip_grads") == []
 
 
-#: honest answers a sixth red team wrote that the review flagged: a message naming the routine, the
-#: answer's own backward method, (1/√2)ⁿ written with exp and log
-HONEST_VARIANTS = {
-    "a message naming the routine": ("precision-log-softmax", (
-        "import torch\n"
-        "def log_softmax(logits):\n"
-        "    if not logits.is_floating_point():\n"
-        "        raise TypeError('log_softmax needs floating-point logits')\n"
-        "    z = logits - logits.amax(-1, keepdim=True)\n"
-        "    return z - z.exp().sum(-1, keepdim=True).log()")),
-    "its own backward method": ("backprop-skip-grads", (
-        "class ReLU:\n"
-        "    def forward(self, z):\n"
-        "        self.mask = z > 0\n"
-        "        return z * self.mask\n"
-        "    def backward(self, g):\n"
-        "        return g * self.mask\n"
-        "def skip_grads(x, w1, w2):\n"
-        "    relu = ReLU()\n"
-        "    h = relu.forward(x @ w1) + x\n"
-        "    g = w2.new_ones(x.shape[0], w2.shape[1])\n"
-        "    grad_w2 = h.T @ g\n"
-        "    grad_w1 = x.T @ relu.backward(g @ w2.T)\n"
-        "    return grad_w1, grad_w2")),
-    "exp and log": ("init-relu-depth", (
-        "import math\n"
-        "def relu_depth_std(blocks):\n"
-        "    return math.exp(-0.5 * blocks * math.log(2))")),
-}
-
-
-@pytest.mark.parametrize("who", HONEST_VARIANTS)
-def test_honest_variants_have_no_finding(who):
-    ex_id, source = HONEST_VARIANTS[who]
-    expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
-    assert findings_of(notebook_of(ex_id, [source], expr), ex_id, expr) == []
-
-
 # ------------------------------------- honest answers the grade got wrong (tables, own methods, prose)
 
 
@@ -1566,7 +1528,8 @@ def test_what_fills_a_table_is_reviewed_and_a_dead_or_checking_fill_is_not_kept(
     assert "BYTES.update(float16=2)" in source and "stale" not in source and "precision-bf16-257" not in source, source
 
 
-#: honest answers whose own methods or attributes, or whose prose, name a forbidden routine
+#: honest answers whose own methods or attributes, or whose prose, name a forbidden routine, or that
+#: write a rule in an unusual way (a sixth red team's flagged ones among them)
 OWN_AND_PROSE = {
     "its own logsumexp method": ("precision-log-softmax", (
         "class Stable:\n"
@@ -1623,13 +1586,39 @@ OWN_AND_PROSE = {
         "    x = logits.float()\n"
         "    z = x - x.amax(-1, keepdim=True)\n"
         "    return z - z.exp().sum(-1, keepdim=True).log()")),
+    "a message naming the routine": ("precision-log-softmax", (
+        "import torch\n"
+        "def log_softmax(logits):\n"
+        "    if not logits.is_floating_point():\n"
+        "        raise TypeError('log_softmax needs floating-point logits')\n"
+        "    x = logits.float()\n"
+        "    z = x - x.amax(-1, keepdim=True)\n"
+        "    return z - z.exp().sum(-1, keepdim=True).log()")),
+    "its own backward method": ("backprop-skip-grads", (
+        "class ReLU:\n"
+        "    def forward(self, z):\n"
+        "        self.mask = z > 0\n"
+        "        return z * self.mask\n"
+        "    def backward(self, g):\n"
+        "        return g * self.mask\n"
+        "def skip_grads(x, w1, w2):\n"
+        "    relu = ReLU()\n"
+        "    h = relu.forward(x @ w1) + x\n"
+        "    g = w2.new_ones(x.shape[0], w2.shape[1])\n"
+        "    grad_w2 = h.T @ g\n"
+        "    grad_w1 = x.T @ relu.backward(g @ w2.T)\n"
+        "    return grad_w1, grad_w2")),
+    "exp and log": ("init-relu-depth", (
+        "import math\n"
+        "def relu_depth_std(blocks):\n"
+        "    return math.exp(-0.5 * blocks * math.log(2))")),
 }
 
 
 @pytest.mark.parametrize("who", OWN_AND_PROSE)
 def test_own_methods_attributes_and_prose_are_not_findings(who):
     ex_id, source = OWN_AND_PROSE[who]
-    expr = RED_TEAM_EXPR[ex_id]
+    expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
     assert findings_of(notebook_of(ex_id, [source], expr), ex_id, expr) == []
     assert practice_findings(ex_id, [source], expr) == []
     space: dict = {}
@@ -1684,3 +1673,13 @@ def test_the_shortcuts_those_exemptions_are_for_are_still_found(who):
     expr = RED_TEAM_EXPR[ex_id]
     found = findings_of(notebook_of(ex_id, [source], expr), ex_id, expr)
     assert any(piece in f.text for f in found), [f.describe() for f in found]
+
+
+def test_an_error_from_the_answer_s_process_names_files_not_the_grader_s_folders():
+    source = ("import torch\n"
+              "f = open(torch.__file__.rsplit('/', 1)[0] + '/missing-file.txt')\n"
+              "tensor_nbytes = lambda shape, dtype: f")
+    errors = _fresh_errors(notebook_of("precision-tensor-bytes", [source], "tensor_nbytes"),
+                           "precision-tensor-bytes", "tensor_nbytes")
+    assert any("…/torch/missing-file.txt" in e["error"] for e in errors), errors
+    assert not any("site-packages" in e["error"] for e in errors), errors

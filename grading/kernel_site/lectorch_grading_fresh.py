@@ -428,8 +428,18 @@ def _namespace(item: dict) -> tuple[dict, list[dict]]:
         except BaseException as err:  # noqa: BLE001 - like a cell that raised: the next one runs
             cell, line = origins[k] if k < len(origins) else (0, 0)
             first = (str(err).strip().splitlines() or [""])[0]
-            errors.append({"cell": cell, "line": line, "error": f"{type(err).__name__}: {first}"[:200]})
+            errors.append({"cell": cell, "line": line, "error": f"{type(err).__name__}: {_without_folders(first)}"[:200]})
     return namespace, errors
+
+
+def _without_folders(text: str) -> str:
+    """``text`` with each absolute path cut to its last two parts: an error names the file, not
+    the grader's folders.
+
+    >>> _without_folders("cannot import x from 'y' (/opt/venv/lib/site-packages/torch/_dynamo/utils.py)")
+    "cannot import x from 'y' (…/_dynamo/utils.py)"
+    """
+    return re.sub(r"(?<![\w.])/(?:[^\s/'\"()]+/)+(?=[^\s/'\"()]+/[^\s/'\"()]+)", "…/", text)
 
 
 def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:

@@ -410,8 +410,7 @@ def _mutated_names(node: ast.stmt) -> set[str]:
             name = root(n.value)
             if name is not None:
                 found.add(name)
-        elif isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
-                            *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))):
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)):
             for field_name in ("body", "orelse", "finalbody", "handlers"):
                 for child in getattr(n, field_name, ()):
                     if isinstance(child, ast.ExceptHandler):
