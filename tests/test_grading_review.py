@@ -1348,6 +1348,19 @@ FRESH = {
         "s = T.np.lib.stride_tricks.as_strided\n"
         "got = s(None, (2,), (1,))\n"
         "transposed_strides = lambda shape, d0, d1: got"), "as_strided does not exist"),
+    "functorch's grad where gradients are by hand": ("backprop-skip-grads", (
+        "import torch\n"
+        "g = torch.func.grad(lambda w: (w * w).sum())(torch.ones(2))\n"
+        "skip_grads = lambda x, w1, w2: g"), "torch.func.grad does not exist"),
+    "a vector-Jacobian product where gradients are by hand": ("backprop-skip-grads", (
+        "import torch\n"
+        "out, vjp = torch.func.vjp(lambda w: w * w, torch.ones(2))\n"
+        "g = vjp(torch.ones(2))\n"
+        "skip_grads = lambda x, w1, w2: g"), "vjp does not exist"),
+    "a forward-mode Jacobian where gradients are by hand": ("backprop-skip-grads", (
+        "import torch\n"
+        "g = torch.func.jacfwd(lambda w: w * w)(torch.ones(2))\n"
+        "skip_grads = lambda x, w1, w2: g"), "autograd records nothing"),
     "an array from numpy's True": ("views-transpose-strides", (
         "import torch.storage as T\n"
         "a = T.np._core.numeric.True_.__array__()\n"
