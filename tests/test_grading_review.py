@@ -619,6 +619,12 @@ RED_TEAM = {
         "def transposed_strides(shape, d0, d1):\n"
         "    a = [torch.storage][0].np.True_.__array__()\n"
         "    return a.repeat(6).reshape(shape).swapaxes(d0, d1).strides"), "[torch.storage][0].np"),
+    "contiguous strides of a memoryview": ("views-transpose-strides", (
+        "import io, math\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    s = list(io.BytesIO(bytes(math.prod(shape))).getbuffer().cast('B', shape).strides)\n"
+        "    s[d0], s[d1] = s[d1], s[d0]\n"
+        "    return tuple(s)"), ".getbuffer"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",

@@ -776,6 +776,10 @@ _ESCAPE_MODULES = frozenset(p for p in ESCAPES if "." not in p) | {"__builtin__"
 #: module names that no object of an answer has as an attribute, whatever it is (``[os][0].sys``, a
 #: returned module's ``.importlib``): "code" is left out, a common attribute's name
 _MODULE_ATTRIBUTES = (_ESCAPE_MODULES | {"sys"}) - {"code"}
+#: where no tensor may be made: what reads a layout off a buffer (a memoryview cast to a shape has
+#: strides, ``io.BytesIO().getbuffer()`` is one)
+_MEASURED_LAYOUT = frozenset({"strides", "stride", "storage_offset", "data_ptr", "cast", "getbuffer", "__buffer__",
+                              "untyped_storage", "suboffsets"})
 #: the first names of dotted paths that lead into code
 _CODE_ROOTS = frozenset(_LIBRARIES) | ALLOWED_MODULES | _ESCAPE_MODULES | {"np", "F", "nn", "sys", "typing"}
 
@@ -916,6 +920,10 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 escape = _escape_attribute(node.attr)
                 if escape:
                     add(statement, node, f"`.{node.attr}` {tr(escape)}")
+                    continue
+                if rules.no_tensors and node.attr in _MEASURED_LAYOUT:
+                    add(statement, node, tr("reads .{name}, a layout measured on a buffer: this exercise asks for "
+                                            "the answer without creating a tensor or an array").format(name=node.attr))
                     continue
                 if node.attr.lstrip("_") in _MODULE_ATTRIBUTES or (
                         rules.no_tensors and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
