@@ -1605,28 +1605,6 @@ OWN_AND_PROSE = {
         "    x = logits.float()\n"
         "    z = x - x.amax(-1, keepdim=True)\n"
         "    return z - z.exp().sum(-1, keepdim=True).log()")),
-    "a message naming the routine": ("precision-log-softmax", (
-        "import torch\n"
-        "def log_softmax(logits):\n"
-        "    if not logits.is_floating_point():\n"
-        "        raise TypeError('log_softmax needs floating-point logits')\n"
-        "    x = logits.float()\n"
-        "    z = x - x.amax(-1, keepdim=True)\n"
-        "    return z - z.exp().sum(-1, keepdim=True).log()")),
-    "its own backward method": ("backprop-skip-grads", (
-        "class ReLU:\n"
-        "    def forward(self, z):\n"
-        "        self.mask = z > 0\n"
-        "        return z * self.mask\n"
-        "    def backward(self, g):\n"
-        "        return g * self.mask\n"
-        "def skip_grads(x, w1, w2):\n"
-        "    relu = ReLU()\n"
-        "    h = relu.forward(x @ w1) + x\n"
-        "    g = w2.new_ones(x.shape[0], w2.shape[1])\n"
-        "    grad_w2 = h.T @ g\n"
-        "    grad_w1 = x.T @ relu.backward(g @ w2.T)\n"
-        "    return grad_w1, grad_w2")),
     "exp and log": ("init-relu-depth", (
         "import math\n"
         "def relu_depth_std(blocks):\n"
