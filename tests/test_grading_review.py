@@ -1324,7 +1324,7 @@ FRESH = {
         "def f(x: 'exec(\"1\")'):\n"
         "    pass\n"
         "hints = typing.get_type_hints(f)\n"
-        "lr_at = lambda *a: hints"), "compile is refused"),  # exec("1") compiles first
+        "lr_at = lambda *a: hints"), "exec is refused"),  # typing's eval of the annotation
     "a coroutine's frame": ("train-lr-at-step", (
         "async def co():\n"
         "    pass\n"
@@ -1367,6 +1367,11 @@ FRESH = {
         "import torch\n"
         "g = torch.func.jacfwd(lambda w: w * w)(torch.ones(2))\n"
         "skip_grads = lambda x, w1, w2: g"), "autograd records nothing"),
+    "a string compiled by torch's benchmark Timer": ("flops-mfu-from-time", (
+        "import torch.utils.benchmark as B\n"
+        "out = []\n"
+        "ran = B.Timer(stmt='out.append(1)', globals={'out': out}).timeit(1)\n"
+        "matmul_mfu = lambda *a, **k: (ran, out)"), "exec is refused"),
     "an array from numpy's True": ("views-transpose-strides", (
         "import torch.storage as T\n"
         "a = T.np._core.numeric.True_.__array__()\n"
@@ -1680,3 +1685,16 @@ def test_an_error_from_the_answer_s_process_names_files_not_the_grader_s_folders
                            "precision-tensor-bytes", "tensor_nbytes")
     assert any("…/torch/missing-file.txt" in e["error"] for e in errors), errors
     assert not any("site-packages" in e["error"] for e in errors), errors
+
+
+def test_a_string_a_library_runs_for_the_answer_does_not_run():
+    """doctest compiles a docstring's examples for the answer: refused (doctest reports the failure
+    and goes on), so the example's side effect never happens."""
+    source = ("import doctest\n"
+              "out = []\n"
+              "def matmul_mfu(B, D, K, seconds, peak_flops_per_s):\n"
+              "    doctest.run_docstring_examples('>>> out.append(1)', {'out': out})\n"
+              "    return len(out)")
+    nb = notebook_of("flops-mfu-from-time", [source], "matmul_mfu")
+    errors, answers = _fresh_run(nb, "flops-mfu-from-time", "matmul_mfu", [(1, 2, 3, 4.0, 5.0)])
+    assert errors == [] and answers == ["0"], (errors, answers)

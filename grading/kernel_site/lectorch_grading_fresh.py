@@ -230,6 +230,11 @@ _REFUSED_READS = frozenset({"cr_frame", "gi_frame", "ag_frame", "tb_frame", "cr_
                             "__code__"})
 
 
+#: the library's code generators that may exec for the answer: their input is checked first
+#: (a dataclass's fields and a namedtuple's names must be Python names)
+_CODE_MAKERS = frozenset({"dataclasses", "collections"})
+
+
 def _generated(filename: str) -> bool:
     """Whether code of this file name was made from a string at run time (``<string>``), not
     read from a file (nor frozen in the interpreter, as importlib is).
@@ -264,7 +269,8 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
     """An audit hook (it cannot be removed) that refuses :data:`_REFUSED_EVENTS`, reading
     :data:`_REFUSED_READS` and setting ``__code__`` when the frame that raised them is the answer's
     own code (its globals are the program's namespace). The library keeps them for what it does on
-    the answer's behalf: a module imported on first use, a dataclass, a warning's stack level.
+    the answer's behalf: a module imported on first use, a dataclass, a warning's stack level; but
+    not exec of a string it was handed (a Timer's statement, a docstring's examples).
     ctypes (a C library loaded, a symbol looked up, a C function called) is refused whenever the
     answer's code is on the stack, whoever calls it (numpy's ``ctypeslib`` loads libraries for it)."""
     getframe = sys._getframe
@@ -274,6 +280,21 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
         while frame is not None:
             if frame.f_globals is namespace:
                 return True
+            frame = frame.f_back
+        return False
+
+    def runs_a_string_for_the_answer(frame) -> bool:
+        """Whether an exec (or eval) raised in ``frame`` runs code for the answer: the answer is on
+        the stack, and neither a module's import (importlib's frozen frames, between) nor a
+        generator whose input is checked (:data:`_CODE_MAKERS`) is the one running it. (Compiling
+        alone runs nothing: typing compiles a forward reference to check it.)"""
+        if frame.f_globals.get("__name__") in _CODE_MAKERS:
+            return False
+        while frame is not None:
+            if frame.f_globals is namespace:
+                return True
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                return False
             frame = frame.f_back
         return False
 
@@ -300,9 +321,11 @@ def _audit_walls(namespace: dict, refused_type, what: str) -> None:
         inside.append(event)
         try:
             frame = getframe(1)
-            # the answer's own code, or code the library generated from the answer's data (a
-            # dataclass's __repr__ from its field names) running for it
-            mine = frame.f_globals is namespace or (_generated(frame.f_code.co_filename) and answer_on_stack(frame))
+            # the answer's own code, code the library generated from the answer's data (a
+            # dataclass's __repr__ from its field names) running for it, or a string the library
+            # runs as code for the answer (torch's benchmark Timer, doctest)
+            mine = frame.f_globals is namespace or (_generated(frame.f_code.co_filename) and answer_on_stack(frame)) \
+                or (event == "exec" and runs_a_string_for_the_answer(frame))
         finally:
             inside.pop()
         if mine:

@@ -83,6 +83,7 @@ ESCAPES = {
     "torch.utils.flop_counter": N_("counts FLOPs by running the code"),
     "torch.profiler": N_("measures the code by running it"), "torch.autograd.profiler": N_("measures the code by running it"),
     "torch.autograd.profiler_util": N_("measures the code by running it"),
+    "torch.utils.benchmark": N_("measures the code by running it"),
     # evaluators: they turn a string into an object
     "typing.get_type_hints": N_("evaluates strings as code"), "typing.ForwardRef": N_("evaluates strings as code"),
     "typing._eval_type": N_("evaluates strings as code"), "string.Formatter": N_("looks objects up by a string"),
