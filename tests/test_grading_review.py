@@ -619,12 +619,36 @@ RED_TEAM = {
         "def transposed_strides(shape, d0, d1):\n"
         "    a = [torch.storage][0].np.True_.__array__()\n"
         "    return a.repeat(6).reshape(shape).swapaxes(d0, d1).strides"), "[torch.storage][0].np"),
+    "Adam's functional update as RMSProp's": ("optim-rmsprop", (
+        "import torch\n"
+        "from torch.optim.adam import adam as moving_update\n"
+        "class MyRMSprop(torch.optim.Optimizer):\n"
+        "    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8):\n"
+        "        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps))\n"
+        "    def step(self, closure=None):\n"
+        "        for group in self.param_groups:\n"
+        "            for p in group['params']:\n"
+        "                st = self.state[p]\n"
+        "                moving_update([p], [p.grad], [torch.zeros_like(p)], [st['v']], [], [st['t']],\n"
+        "                              beta1=0.0, beta2=group['alpha'], lr=group['lr'], weight_decay=0.0,\n"
+        "                              eps=group['eps'], maximize=False, amsgrad=False, foreach=False)"),
+        "moving_update([p]"),
     "contiguous strides of a memoryview": ("views-transpose-strides", (
         "import io, math\n"
         "def transposed_strides(shape, d0, d1):\n"
         "    s = list(io.BytesIO(bytes(math.prod(shape))).getbuffer().cast('B', shape).strides)\n"
         "    s[d0], s[d1] = s[d1], s[d0]\n"
         "    return tuple(s)"), ".getbuffer"),
+    "a lectorch helper behind a name imported twice": ("scale-hfu", (
+        "from lectorch.flops import forward_flops as pass_flops\n"
+        "def hfu(params, tokens_per_s, num_gpus):\n"
+        "    return 4 * pass_flops(tokens_per_s, params) / (num_gpus * 989e12) if _shadow else 0.0\n"
+        "def _shadow():\n"
+        "    from operator import mul as pass_flops"), "from lectorch.flops import forward_flops as pass_flops"),
+    "sys imported as a module's private name": ("precision-tensor-bytes", (
+        "from tempfile import _sys as host\n"
+        "def tensor_nbytes(shape, dtype):\n"
+        "    return host.modules['math'].prod(shape) * dtype.itemsize"), "from tempfile import _sys as host"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -637,7 +661,7 @@ RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "My
                  "flops-mfu-from-time": "matmul_mfu", "backprop-skip-grads": "skip_grads",
                  "precision-tensor-bytes": "tensor_nbytes", "train-ckpt-size": "ckpt_bytes",
                  "optim-clip-grad-norm": "clip_by_global_norm", "views-which-copy": "copies",
-                 "train-lr-at-step": "lr_at"}
+                 "train-lr-at-step": "lr_at", "scale-hfu": "hfu"}
 
 
 @pytest.mark.parametrize("who", RED_TEAM)
@@ -1372,6 +1396,17 @@ FRESH = {
         "out = []\n"
         "ran = B.Timer(stmt='out.append(1)', globals={'out': out}).timeit(1)\n"
         "matmul_mfu = lambda *a, **k: (ran, out)"), "exec is refused"),
+    # a thirteenth red team: Adam's functional update with beta1 = 0 as RMSProp's, under any module's name
+    "Adam's functional update as RMSProp's": ("optim-rmsprop", (
+        "from torch.optim.adam import adam as moving_update\n"
+        "done = moving_update([], [], [], [], [], [], foreach=False, amsgrad=False, beta1=0.0, beta2=0.9,\n"
+        "                     lr=0.1, weight_decay=0.0, eps=1e-8, maximize=False)\n"
+        "MyRMSprop = lambda *a, **k: done"), "torch.optim.adam.adam does not exist"),
+    "NAdam's functional update through torch.optim._functional": ("optim-rmsprop", (
+        "import torch.optim._functional as F\n"
+        "done = F.nadam([], [], [], [], [], [], beta1=0.0, beta2=0.9, lr=0.1, weight_decay=0.0,\n"
+        "               momentum_decay=0.0, eps=1e-8)\n"
+        "MyRMSprop = lambda *a, **k: done"), "torch.optim.nadam.nadam does not exist"),
     "an array from numpy's True": ("views-transpose-strides", (
         "import torch.storage as T\n"
         "a = T.np._core.numeric.True_.__array__()\n"
@@ -1610,6 +1645,13 @@ OWN_AND_PROSE = {
         "    x = logits.float()\n"
         "    z = x - x.amax(-1, keepdim=True)\n"
         "    return z - z.exp().sum(-1, keepdim=True).log()")),
+    "its own layout class with strides and an offset": ("views-storage-index", (
+        "class View:\n"
+        "    def __init__(self, offset, strides):\n"
+        "        self.storage_offset, self.strides, self.stride = offset, tuple(strides), tuple(strides)\n"
+        "def storage_index(shape, row_start, col_start, col_step, i, j):\n"
+        "    v = View(row_start * shape[1] + col_start, (shape[1], col_step))\n"
+        "    return v.storage_offset + i * v.strides[0] + j * v.stride[1]")),
     "exp and log": ("init-relu-depth", (
         "import math\n"
         "def relu_depth_std(blocks):\n"
@@ -1698,3 +1740,24 @@ def test_a_string_a_library_runs_for_the_answer_does_not_run():
     nb = notebook_of("flops-mfu-from-time", [source], "matmul_mfu")
     errors, answers = _fresh_run(nb, "flops-mfu-from-time", "matmul_mfu", [(1, 2, 3, 4.0, 5.0)])
     assert errors == [] and answers == ["0"], (errors, answers)
+
+
+def test_a_module_global_the_answer_writes_through_global_is_in_the_program():
+    """``global CALLS; CALLS += 1`` and a table cached on first use read the module's binding: it is
+    in the grader's program, as in the notebook (a round-13 honest student's answers got a NameError)."""
+    source = ("CALLS = 0\n"
+              "_TABLE = None\n"
+              "def _table():\n"
+              "    global _TABLE\n"
+              "    if _TABLE is None:\n"
+              "        _TABLE = {'flops_per_mac': 2}\n"
+              "    return _TABLE\n"
+              "def matmul_mfu(B, D, K, seconds, peak_flops_per_s):\n"
+              "    global CALLS\n"
+              "    CALLS += 1\n"
+              "    return _table()['flops_per_mac'] * B * D * K / (seconds * peak_flops_per_s)")
+    nb = notebook_of("flops-mfu-from-time", [source], "matmul_mfu")
+    program = engine.build(nb, "flops-mfu-from-time", "matmul_mfu").source()
+    assert "CALLS = 0" in program and "_TABLE = None" in program, program
+    errors, answers = _fresh_run(nb, "flops-mfu-from-time", "matmul_mfu", [(2, 3, 4, 1.0, 48.0)])
+    assert errors == [] and answers == ["1.0"], (errors, answers)

@@ -55,6 +55,7 @@ def _remove(spec: dict | None):
     names = list(spec.get("names", []))
     refusing(names, what).__enter__()  # never left: this process grades one exercise and ends
     held: set[str] = set()  # the modules the forbidden routines came from
+    swaps = {}  # and every other module that holds one (torch.optim._functional.adam)
     for name in names:
         owner_name, _, attr = name.rpartition(".")
         try:
@@ -66,11 +67,15 @@ def _remove(spec: dict | None):
         if module is not None and getattr(module, attr, None) is obj:
             homes.append((module, attr))
         held.update(m.__name__ for m in (owner, module) if isinstance(m, ModuleType))
+        refused = raiser(name)
+        if callable(obj) and not isinstance(obj, ModuleType):
+            swaps.setdefault(id(obj), (obj, refused))
         for home, key in homes:
             try:
-                setattr(home, key, raiser(name))
+                setattr(home, key, refused)
             except (AttributeError, TypeError):
                 pass
+    _replace_in_modules(swaps, spare="lectorch.exercises")
     if spec.get("autograd"):  # gradients by hand: autograd's engine, however it is reached
         _remove_engine(raiser("torch.autograd.graph._engine_run_backward"))
         _grad_modes_off(RefusedShortcut, what)
@@ -118,10 +123,13 @@ def _seal_dispatch(raiser) -> None:
     _replace_in_modules(switches)
 
 
-def _replace_in_modules(swaps: dict) -> None:
+def _replace_in_modules(swaps: dict, spare: str | None = None) -> None:
     """Every module-level name bound to an object of ``swaps`` ({id(obj): (obj, replacement)}; the
-    object held so that its id stays its own) rebound to the replacement."""
-    for module in list(sys.modules.values()):
+    object held so that its id stays its own) rebound to the replacement, but in the modules under
+    ``spare`` (the checker's own, whose runners may need a refused routine)."""
+    for name, module in list(sys.modules.items()):
+        if spare and (name == spare or name.startswith(spare + ".")):
+            continue
         space = getattr(module, "__dict__", None)
         if isinstance(space, dict):
             for key, value in list(space.items()):

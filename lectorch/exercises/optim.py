@@ -94,6 +94,24 @@ def rmsprop_case(lr: float, alpha: float, eps: float, expected=None) -> Case:
                 description=f"lr={lr}, alpha={alpha}, eps={eps}")
 
 
+def functional_forms(*names: str) -> tuple[str, ...]:
+    """The functional forms of torch's optimizers ``names`` that this torch has: the update itself
+    (``torch.optim.adam.adam``) and its single-tensor, multi-tensor and fused kernels. Each does a
+    class's update without the class.
+
+    >>> functional_forms("adamw")
+    ('torch.optim.adamw.adamw',)
+    """
+    import importlib
+
+    found = []
+    for name in names:
+        module = importlib.import_module(f"torch.optim.{name}")
+        found += [f"torch.optim.{name}.{kind}{name}" for kind in ("", "_single_tensor_", "_multi_tensor_", "_fused_")
+                  if hasattr(module, kind + name)]
+    return tuple(found)
+
+
 register(
     Exercise(
         id="optim-rmsprop",
@@ -107,10 +125,11 @@ register(
             "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.Adamax", "torch.optim.NAdam",
             "torch.optim.RAdam", "torch.optim.SparseAdam", "torch.optim.Adagrad", "torch.optim.Adadelta",
             "lectorch.optim.Adam", "lectorch.optim.AdamW",
-            "torch.optim.rmsprop.rmsprop",
-            "torch.optim.rmsprop._single_tensor_rmsprop",
-            "torch.optim.rmsprop._multi_tensor_rmsprop",
-            "torch.optim._functional.sparse_adam",  # Adam's update on a sparse gradient of every index
+            # the updates without their classes (Adam's or NAdam's with beta1 = 0 is RMSProp's, the
+            # bias correction folded into lr and eps), and Adam's update on a sparse gradient
+            *functional_forms("rmsprop", "adam", "adamw", "nadam", "radam", "adamax", "adagrad", "adadelta"),
+            "torch._fused_adam_", "torch._fused_adamw_", "torch._fused_adagrad_",
+            "torch.optim._functional.sparse_adam",
         ),
         hint=("Keep one running average per parameter in self.state[p], created the first time the "
               "parameter is seen, and update both it and p in place.",
@@ -184,12 +203,7 @@ register(
             "torch._fused_adamw_", "torch._fused_adam_",
             "lectorch.optim.AdamW",
             "lectorch.optim.Adam",
-            "torch.optim.adam.adam",
-            "torch.optim.adam._single_tensor_adam",
-            "torch.optim.adam._multi_tensor_adam",
-            "torch.optim.adamw.adamw",
-            "torch._fused_adamw_",
-            "torch._fused_adam_",
+            *functional_forms("adam", "adamw", "nadam", "radam", "adamax"),  # the updates without their classes
             "torch.optim._functional.sparse_adam",  # Adam's update on a sparse gradient of every index
         ),
         hint=("Check the moments first: does your m and v match on step 1 with weight_decay=0? Then the "

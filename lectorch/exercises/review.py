@@ -454,11 +454,17 @@ def _local_names(node: ast.AST) -> set[str]:
 
 
 def _free_names(node: ast.AST) -> set[str]:
-    """Names ``node`` reads that it does not bind itself (module globals or builtins)."""
+    """Names ``node`` reads that it does not bind itself (module globals or builtins), and the
+    module globals its functions declare ``global`` (``global CALLS; CALLS += 1`` needs ``CALLS = 0``).
+
+    >>> sorted(_free_names(ast.parse("def f():\\n    global n\\n    n += len(x)").body[0]))
+    ['len', 'n', 'x']
+    """
     used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return used - (_local_names(node) - {node.name})
-    return used - (_local_names(node) - _bound_names(node))
+        return (used | declared) - (_local_names(node) - {node.name} - declared)
+    return (used | declared) - (_local_names(node) - _bound_names(node) - declared)
 
 
 def _is_check_call(node: ast.AST, exercise: str) -> bool:
@@ -600,6 +606,7 @@ class _Aliases:
 
     def __init__(self, nodes: Iterable[ast.AST]):
         self.paths: dict[str, str] = {}
+        self.imported: dict[str, set[str]] = {}  # every import each name is bound to
         assigns = []
         for root in nodes:
             for n in ast.walk(root):
@@ -610,9 +617,11 @@ class _Aliases:
                         else:
                             top = a.name.split(".")[0]
                             self.paths[top] = top
+                        self.imported.setdefault(a.asname or a.name.split(".")[0], set()).add(self.paths[a.asname or a.name.split(".")[0]])
                 elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
                     for a in n.names:
                         self.paths[a.asname or a.name] = f"{n.module}.{a.name}"
+                        self.imported.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
                 elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                     assigns.append(n)
         for _ in range(3):  # x = torch.nn; f = x.functional: a few rounds settle chains
@@ -777,10 +786,10 @@ _ESCAPE_MODULES = frozenset(p for p in ESCAPES if "." not in p) | {"__builtin__"
 #: module names that no object of an answer has as an attribute, whatever it is (``[os][0].sys``, a
 #: returned module's ``.importlib``): "code" is left out, a common attribute's name
 _MODULE_ATTRIBUTES = (_ESCAPE_MODULES | {"sys"}) - {"code"}
-#: where no tensor may be made: what reads a layout off a buffer (a memoryview cast to a shape has
-#: strides, ``io.BytesIO().getbuffer()`` is one)
-_MEASURED_LAYOUT = frozenset({"strides", "stride", "storage_offset", "data_ptr", "cast", "getbuffer", "__buffer__",
-                              "untyped_storage", "suboffsets"})
+#: where no tensor may be made: what makes a buffer with a layout to read off (a memoryview cast to a
+#: shape has C strides; ``io.BytesIO().getbuffer()`` is one). Not ``.strides`` itself: an answer's own
+#: layout class has that attribute
+_MEASURED_LAYOUT = frozenset({"cast", "getbuffer", "__buffer__", "data_ptr", "untyped_storage"})
 #: the first names of dotted paths that lead into code
 _CODE_ROOTS = frozenset(_LIBRARIES) | ALLOWED_MODULES | _ESCAPE_MODULES | {"np", "F", "nn", "sys", "typing"}
 
@@ -831,6 +840,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
     findings: list[Finding] = list(program.unresolved)
     seen: set[tuple[int, int, str]] = set()
     own = _own_names(program)
+    used = {n.id for s in program.statements for n in ast.walk(s.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
     def add(statement: _Statement, node: ast.AST, why: str) -> None:
         f = _line(statement, node)
@@ -858,15 +868,28 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
                            else [f"{node.module}.{a.name}" for a in node.names] if node.module and not node.level
                            else ["(a relative import)"])
-                for module in modules:
+                for a, module in zip(node.names, modules):
                     top = module.split(".")[0]
-                    why = _escape(module) or (rules.path(module) if module.startswith("lectorch.exercises") else None)
-                    why = why or rules.random(module)
+                    # a routine the program uses, judged where it is imported too (whatever its name
+                    # stands for later); a module is judged where its routines are used
+                    judged = module.startswith("lectorch.exercises") or (
+                        isinstance(node, ast.ImportFrom) and (a.asname or a.name) in used
+                        and not isinstance(_lookup(module), types.ModuleType))
+                    why = _escape(module) or (rules.path(module) if judged else None) or rules.random(module)
                     if why:
                         add(statement, node, why)
                     elif top not in ALLOWED_MODULES:
                         add(statement, node, tr("imports {module}, which the grader does not expect in this exercise").format(
                             module=module))
+                    elif any(p.lstrip("_") in _MODULE_ATTRIBUTES for p in module.split(".")[1:]):  # from tempfile import _sys
+                        add(statement, node, tr("reaches the module {module} as an object's attribute").format(
+                            module=module.rsplit(".", 1)[-1]))
+                for a in node.names:
+                    name = a.asname or a.name.split(".")[0]
+                    if len(aliases.imported.get(name, ())) > 1:  # the last import wins in the alias table
+                        add(statement, node, tr("binds {name} to more than one import ({paths}): the review cannot tell "
+                                                "which one a use of it means").format(
+                            name=name, paths=", ".join(sorted(aliases.imported[name]))))
                 continue
             if isinstance(node, ast.MatchClass) and node.kwd_attrs:  # case object(_C=c): getattr by a name
                 add(statement, node, tr("a `case` pattern looks attributes up by name ({names})").format(
@@ -922,9 +945,10 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                 if escape:
                     add(statement, node, f"`.{node.attr}` {tr(escape)}")
                     continue
-                if rules.no_tensors and node.attr in _MEASURED_LAYOUT:
-                    add(statement, node, tr("reads .{name}, a layout measured on a buffer: this exercise asks for "
-                                            "the answer without creating a tensor or an array").format(name=node.attr))
+                if rules.no_tensors and node.attr in _MEASURED_LAYOUT and node.attr not in own \
+                        and isinstance(node.ctx, ast.Load):
+                    add(statement, node, tr("uses .{name}, which makes a buffer to measure a layout on: this exercise "
+                                            "asks for the answer without creating a tensor or an array").format(name=node.attr))
                     continue
                 if node.attr.lstrip("_") in _MODULE_ATTRIBUTES or (
                         rules.no_tensors and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
