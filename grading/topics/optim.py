@@ -137,7 +137,7 @@ SLIPS = {
 #: public practice settings (answers sealed in the package)
 PRACTICE = {
     "optim-step-peak": lambda: [Case(args=s, expected=step_peak(*s), description=d) for s, d in [
-        ((32, 3, 256), "D = 32, 3 layers, batch 256"), ((128, 6, 1024), "D = 128, 6 layers, batch 1024")]],
+        ((32, 3, 128), "D = 32, 3 layers, batch 128 (4 × D)"), ((128, 6, 1024), "D = 128, 6 layers, batch 1024")]],
 }
 
 
