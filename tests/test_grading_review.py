@@ -1761,3 +1761,53 @@ def test_a_module_global_the_answer_writes_through_global_is_in_the_program():
     assert "CALLS = 0" in program and "_TABLE = None" in program, program
     errors, answers = _fresh_run(nb, "flops-mfu-from-time", "matmul_mfu", [(2, 3, 4, 1.0, 48.0)])
     assert errors == [] and answers == ["1.0"], (errors, answers)
+
+
+#: an earlier exercise's answer leaves a file where the next exercise's process would find it
+_LEAVES_A_FILE = ('import os, tempfile, torch\n'
+                  'def get_batch(data, batch_size, context_length, device, generator=None):\n'
+                  '    for where in (tempfile.gettempdir(), "/dev/shm", "/grade/out"):\n'
+                  '        try:\n'
+                  '            open(os.path.join(where, "left-behind"), "w").write("1")\n'
+                  '        except OSError:\n'
+                  '            pass\n'
+                  '    if context_length >= len(data):\n'
+                  '        raise ValueError(f"context_length={context_length} must be smaller than len(data)={len(data)}")\n'
+                  '    starts = torch.randint(len(data) - context_length, (batch_size,), generator=generator)\n'
+                  '    windows = data[starts[:, None] + torch.arange(context_length + 1)].long()\n'
+                  '    return windows[:, :-1].to(device), windows[:, 1:].to(device)')
+_FINDS_A_FILE = ('import math, os, tempfile\n'
+                 'def lr_at(step, max_lr, min_lr, warmup_steps, total_steps):\n'
+                 '    if any(os.path.exists(os.path.join(w, "left-behind")) for w in (tempfile.gettempdir(), "/dev/shm", "/grade/out")):\n'
+                 '        return -1.0\n'
+                 '    if os.path.isdir("/grade/out") and any(n.split(".")[0].isdigit() for n in os.listdir("/grade/out")):\n'
+                 '        return -2.0  # the earlier exercise\'s record, which its answer shapes\n'
+                 '    if step < warmup_steps:\n'
+                 '        return max_lr * step / warmup_steps\n'
+                 '    if step >= total_steps:\n'
+                 '        return min_lr\n'
+                 '    progress = (step - warmup_steps) / (total_steps - warmup_steps)\n'
+                 '    return min_lr + (max_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))')
+
+
+@pytest.mark.slow  # a sandboxed grading of two exercises
+@pytest.mark.skipif(not sandbox.bwrap_works(), reason="bubblewrap is not usable here")
+def test_nothing_an_exercise_s_process_writes_reaches_the_next_one(tmp_path):
+    """A fourteenth red team: an earlier exercise's process (where a later one's forbidden routines
+    exist) read the later one's hidden inputs, worked out its answers and left them in /tmp. Each
+    exercise's process now finds /tmp, /dev/shm and the output folder as they were before it, and
+    no earlier exercise's record (its answer shapes it) until every exercise has run."""
+    from grading import grade
+
+    ids = ["train-get-batch", "train-lr-at-step"]
+    bundle = grading.build_bundle("c0ffee" * 8, exercise_ids=ids)
+    grading.write_bundle(bundle, tmp_path / "bundle.pt")
+    cells = [_LEAVES_A_FILE, 'import lectorch\nlectorch.check("train-get-batch", get_batch)',
+             _FINDS_A_FILE, 'lectorch.check("train-lr-at-step", lr_at)']
+    (tmp_path / "subs" / "leaver").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]),
+                   tmp_path / "subs" / "leaver" / "09_training_loop.ipynb")
+    report = grade.grade_folder(tmp_path / "subs", bundle=tmp_path / "bundle.pt", timeout_s=240, jobs=1)
+    status = {g.exercise: g for g in report.grades}
+    assert status["train-get-batch"].status == "passed", grade.table(report)
+    assert status["train-lr-at-step"].status == "passed", status["train-lr-at-step"].message

@@ -500,6 +500,14 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
               "collected": False, "fresh": True}
     deadline = started + plan["timeout"]
     out = Path(plan["out"])
+    # nothing an exercise's process leaves behind reaches the next one (an earlier exercise's
+    # process, where a later one's forbidden routines exist, could otherwise work out the later
+    # one's answers from its inputs and leave them behind): what it may write to is wiped after it
+    # (in the sandbox, where /tmp and /dev/shm are its own), and the records, which it shapes, are
+    # written to the output folder only once every exercise has run
+    writable = [Path(tempfile.gettempdir()), Path("/dev/shm"), out] if str(out).startswith("/grade/") else []
+    before = _contents(writable)
+    records: list[tuple[Path, Any]] = []  # (where, a record to dump or a child's file as bytes)
     for item in plan["exercises"]:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -507,7 +515,8 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
             break
         if item.get("outside"):
             record, late = _outside(item, plan, plan_path, deadline)
-            H.dump(record, out / str(item["index"]))
+            _wipe(writable, before)
+            records.append((out / str(item["index"]), record))
             report["ran"] += 1
             if late:
                 report["timed_out"] = True
@@ -539,21 +548,52 @@ def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
         if status is not None and status != 0:
             report["errors"] += 1
         report["ran"] += 1
-        # the record as the child left it, moved by this process (a file the student's code wrote
-        # under the output folder's name is overwritten)
+        # the record as the child left it (a file the student's code wrote under the output
+        # folder's name is overwritten)
         for suffix in (".json", ".pt"):
             got = private / f"{item['index']}{suffix}"
             if got.is_file() and not got.is_symlink():
-                data = got.read_bytes()[: 64 * 2**20]
-                tmp = out / f".fresh-{item['index']}.tmp"
-                tmp.write_bytes(data)
-                os.replace(tmp, out / f"{item['index']}{suffix}")
+                records.append((out / f"{item['index']}{suffix}", got.read_bytes()[: 64 * 2**20]))
                 break
+        _wipe(writable, before)  # the private folder too
         if report["timed_out"]:
             break
+    for where, record in records:
+        if isinstance(record, bytes):
+            tmp = out / f".fresh-{where.name}.tmp"
+            tmp.write_bytes(record)
+            os.replace(tmp, where)
+        else:
+            H.dump(record, where)
     report["collected"] = not report["timed_out"]
     report["import_s"] = round(t_ready - started, 2)  # torch and lectorch, once for every exercise
     return report
+
+
+def _contents(roots: list[Path]) -> dict[str, tuple]:
+    """Every path under ``roots`` with its kind, size and modification time."""
+    found = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                with _suppress():
+                    st = os.lstat(path)
+                    found[path] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _wipe(roots: list[Path], before: dict[str, tuple]) -> None:
+    """Everything under ``roots`` that is not as it was in ``before`` removed (deepest first)."""
+    import shutil
+
+    for path, state in sorted(_contents(roots).items(), key=lambda item: -item[0].count("/")):
+        if before.get(path) != state and not (path in before and os.path.isdir(path) and not os.path.islink(path)):
+            with _suppress():
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
 
 
 # -------------------------------------------------- a simulated device outside the student's process
