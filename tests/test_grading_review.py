@@ -1439,23 +1439,6 @@ def test_the_fresh_process_still_runs_honest_torch_code():
     assert _fresh_errors(notebook_of("precision-log-softmax", [source]), "precision-log-softmax", "log_softmax") == []
 
 
-def test_a_name_rebound_from_itself_keeps_its_first_binding():
-    """``Width = dataclass(Width)`` and ``SIZES = dict(SIZES, y=2)`` read the binding before: both
-    bindings are in the program, as in the notebook."""
-    source = ("import dataclasses\n"
-              "class Width:\n"
-              "    n: int = 2\n"
-              "Width = dataclasses.dataclass(Width)\n"
-              "SIZES = {'x': 1}\n"
-              "SIZES = dict(SIZES, y=2)\n"
-              "def transposed_strides(shape, d0, d1):\n"
-              "    return (Width().n, SIZES['y'])\n")
-    nb = notebook_of("views-transpose-strides", [source], "transposed_strides")
-    program = engine.build(nb, "views-transpose-strides", "transposed_strides").source()
-    assert "class Width" in program and "SIZES = {'x': 1}" in program, program
-    assert _fresh_errors(nb, "views-transpose-strides", "transposed_strides") == []
-
-
 def test_the_fresh_process_still_builds_what_the_answer_defines_with_the_library():
     """A dataclass and a namedtuple are built by exec and eval of their modules, and a module the
     answer's torch call imports on first use by importlib's: not the answer's."""
@@ -1742,25 +1725,45 @@ def test_a_string_a_library_runs_for_the_answer_does_not_run():
     assert errors == [] and answers == ["0"], (errors, answers)
 
 
-def test_a_module_global_the_answer_writes_through_global_is_in_the_program():
-    """``global CALLS; CALLS += 1`` and a table cached on first use read the module's binding: it is
-    in the grader's program, as in the notebook (a round-13 honest student's answers got a NameError)."""
-    source = ("CALLS = 0\n"
-              "_TABLE = None\n"
-              "def _table():\n"
-              "    global _TABLE\n"
-              "    if _TABLE is None:\n"
-              "        _TABLE = {'flops_per_mac': 2}\n"
-              "    return _TABLE\n"
-              "def matmul_mfu(B, D, K, seconds, peak_flops_per_s):\n"
-              "    global CALLS\n"
-              "    CALLS += 1\n"
-              "    return _table()['flops_per_mac'] * B * D * K / (seconds * peak_flops_per_s)")
-    nb = notebook_of("flops-mfu-from-time", [source], "matmul_mfu")
-    program = engine.build(nb, "flops-mfu-from-time", "matmul_mfu").source()
-    assert "CALLS = 0" in program and "_TABLE = None" in program, program
-    errors, answers = _fresh_run(nb, "flops-mfu-from-time", "matmul_mfu", [(2, 3, 4, 1.0, 48.0)])
-    assert errors == [] and answers == ["1.0"], (errors, answers)
+#: bindings the grader's program keeps, as the notebook has them: (exercise, answer's cell, pieces of
+#: the program, calls of the answer and their results)
+KEPT_BINDINGS = {
+    # ``Width = dataclass(Width)`` and ``SIZES = dict(SIZES, y=2)`` read the binding before
+    "a name rebound from itself": ("views-transpose-strides", (
+        "import dataclasses\n"
+        "class Width:\n"
+        "    n: int = 2\n"
+        "Width = dataclasses.dataclass(Width)\n"
+        "SIZES = {'x': 1}\n"
+        "SIZES = dict(SIZES, y=2)\n"
+        "def transposed_strides(shape, d0, d1):\n"
+        "    return (Width().n, SIZES['y'])\n"), ("class Width", "SIZES = {'x': 1}"), [((2, 3), 0, 1)], ["(2, 2)"]),
+    # ``global CALLS; CALLS += 1`` and a table cached on first use (a round-13 honest student's
+    # answers got a NameError)
+    "a module global written through global": ("flops-mfu-from-time", (
+        "CALLS = 0\n"
+        "_TABLE = None\n"
+        "def _table():\n"
+        "    global _TABLE\n"
+        "    if _TABLE is None:\n"
+        "        _TABLE = {'flops_per_mac': 2}\n"
+        "    return _TABLE\n"
+        "def matmul_mfu(B, D, K, seconds, peak_flops_per_s):\n"
+        "    global CALLS\n"
+        "    CALLS += 1\n"
+        "    return _table()['flops_per_mac'] * B * D * K / (seconds * peak_flops_per_s)"),
+        ("CALLS = 0", "_TABLE = None"), [(2, 3, 4, 1.0, 48.0)], ["1.0"]),
+}
+
+
+@pytest.mark.parametrize("who", KEPT_BINDINGS)
+def test_the_program_keeps_the_bindings_the_answer_reads_or_writes(who):
+    ex_id, source, pieces, calls, results = KEPT_BINDINGS[who]
+    expr = {**RED_TEAM_EXPR, **EXPR}[ex_id]
+    nb = notebook_of(ex_id, [source], expr)
+    program = engine.build(nb, ex_id, expr).source()
+    assert all(piece in program for piece in pieces), program
+    assert _fresh_run(nb, ex_id, expr, calls) == ([], results)
 
 
 #: an earlier exercise's answer leaves a file where the next exercise's process would find it
