@@ -941,7 +941,8 @@ def test_each_exercise_draws_from_its_own_keyed_stream():
 # ------------------------------------------------------------------- shortcuts that do not pay
 
 
-def _reference_function(name: str, chapter: str = "09_training_loop.ipynb"):
+def _reference_function(name: str, chapter: str = "09_training_loop.ipynb", edit=lambda source: source):
+    """The reference solution's ``name`` (its source changed by ``edit``), defined as its chapter does."""
     nb = nbformat.read(ROOT / "chapters" / chapter, as_version=4)
     cell = next(c for c in nb.cells if "solution" in c.metadata.get("tags", []) and f"def {name}(" in c.source)
     import os
@@ -950,7 +951,7 @@ def _reference_function(name: str, chapter: str = "09_training_loop.ipynb"):
     import torch
 
     space = {"torch": torch, "os": os, "tempfile": tempfile, "math": __import__("math")}
-    exec(cell.source, space)
+    exec(edit(cell.source), space)
     return space[name]
 
 
@@ -977,6 +978,21 @@ def test_train_resume_must_really_crash_and_restore():
 
     result = check("train-resume", checkpoint_for_show)
     assert result.status == "failed" and "not at the crash" in result.message, result
+
+
+def test_train_resume_accepts_a_checkpoint_in_several_files():
+    """A fifteenth red team's honest answer: the optimizer's state in a second file (model.pt and
+    optim.pt). The machine dies after the checkpoint's last file, before the run starts over."""
+    def two_files(source: str) -> str:
+        edited = (source.replace('"optimizer": optimizer.state_dict(),\n', '\n')
+                  .replace("}, path)", "}, path)\n        torch.save(optimizer.state_dict(), path + '.optim')")
+                  .replace('optimizer.load_state_dict(state["optimizer"])',
+                           "optimizer.load_state_dict(torch.load(path + '.optim', weights_only=True))"))
+        assert edited.count("torch.save(") == 2 and "path + '.optim'" in edited, edited
+        return edited
+
+    result = check("train-resume", _reference_function("train_with_restart", edit=two_files))
+    assert result.passed, result
 
 
 def test_train_accumulate_must_run_one_backward_per_micro_batch():

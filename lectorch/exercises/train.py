@@ -455,7 +455,8 @@ _LIVE_OBJECTS = gc.get_objects
 
 def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
     """Run the student's ``train_with_restart`` as a machine that dies would: right after the
-    checkpoint is written (``torch.save``), everything the run built in memory is lost (each module,
+    checkpoint is written (its last ``torch.save``, in however many files, before the run starts
+    over: a new model or optimizer, a seed set, or a load), everything the run built in memory is lost (each module,
     optimizer, generator and tensor made during the run so far is scrambled, and so is torch's global
     generator), so only what is rebuilt and what ``load`` reads back counts. Counts the checkpoints
     written and read back (``torch.load``), and the optimizer steps and backward passes of the whole
@@ -469,6 +470,8 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
            "crash_at": args[2] if len(args) > 2 else kwargs.get("crash_at"),
            "saved_after": [], "loaded_after": []}  # the optimizer steps taken at each save and load
     real_save, real_load, real_backward = torch.save, torch.load, torch.autograd.backward
+    real_seed, module_init, optimizer_init = torch.manual_seed, torch.nn.Module.__init__, torch.optim.Optimizer.__init__
+    written = []  # a checkpoint is on disk and the machine has not died yet
 
     def lose_memory() -> None:
         with torch.no_grad():
@@ -485,21 +488,39 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
                         obj.state.clear()
                     elif isinstance(obj, torch.Generator):
                         obj.manual_seed(secrets.randbits(62))
-                except (RuntimeError, TypeError):  # a tensor that cannot be written: left as it is
+                except (RuntimeError, TypeError, AttributeError):  # one that cannot be written: left as it is
                     pass
-        torch.manual_seed(secrets.randbits(62))
+        real_seed(secrets.randbits(62))
+
+    def dies() -> None:  # once the checkpoint is on disk, before the run starts over
+        if written:
+            written.clear()
+            lose_memory()
 
     def save(*a, **k):
         log["saves"] += 1
         log["saved_after"].append(log["optimizer_steps"])
         done = real_save(*a, **k)
-        lose_memory()  # the machine dies once the checkpoint is on disk
+        written.append(True)
         return done
 
     def load(*a, **k):
+        dies()
         log["loads"] += 1
         log["loaded_after"].append(log["optimizer_steps"])
         return real_load(*a, **k)
+
+    def seed(*a, **k):
+        dies()
+        return real_seed(*a, **k)
+
+    def new_module(self, *a, **k):
+        dies()
+        module_init(self, *a, **k)
+
+    def new_optimizer(self, *a, **k):
+        dies()
+        optimizer_init(self, *a, **k)
 
     def backward(*a, **k):
         log["backward_calls"] += 1
@@ -511,12 +532,14 @@ def crashed_run(answer: Any, args: tuple, kwargs: dict) -> dict:
     with torch.random.fork_rng(devices=[]):
         # what exists now (the caller's, and the state fork_rng puts back) is not the run's
         before.update(id(o) for o in _LIVE_OBJECTS() if issubclass(type(o), kinds))
-        torch.save, torch.load, torch.autograd.backward = save, load, backward
+        torch.save, torch.load, torch.autograd.backward, torch.manual_seed = save, load, backward, seed
+        torch.nn.Module.__init__, torch.optim.Optimizer.__init__ = new_module, new_optimizer
         hook = register_optimizer_step_post_hook(stepped)
         try:
             got = answer(*args, **kwargs)
         finally:
-            torch.save, torch.load, torch.autograd.backward = real_save, real_load, real_backward
+            torch.save, torch.load, torch.autograd.backward, torch.manual_seed = real_save, real_load, real_backward, real_seed
+            torch.nn.Module.__init__, torch.optim.Optimizer.__init__ = module_init, optimizer_init
             hook.remove()
     return {"returned": got, **log}
 
