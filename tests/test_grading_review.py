@@ -147,6 +147,8 @@ SPELLINGS = {
     "getattr with a constant name": ("import torch\n"
                                      "def log_softmax(logits):\n"
                                      "    return getattr(torch, 'log_softmax')(logits.float(), -1)", "getattr(torch"),
+    "getattr of an escape hatch's name": ("def log_softmax(logits, source=None):\n"
+                                          "    return getattr(source, 'exec')", "getattr(source"),
     "a method through type()": ("def log_softmax(logits):\n"
                                 "    f = type(logits).log_softmax\n"
                                 "    return f(logits.float(), -1)", "type(logits).log_softmax"),
@@ -1248,19 +1250,23 @@ def test_train_accumulate_counts_what_reaches_the_weight_and_the_rows(who):
 
 def test_strings_that_carry_code_are_findings_and_prose_is_not():
     """A name in a string reaches code through an evaluator the review cannot follow (an
-    annotation, a format field, a pickle); words in a message or a file name do not."""
+    annotation, a format field, a pickle); words in a message, a lone word (a lookup by name is a
+    finding of its own) or a file name do not."""
 
     spec = refusals()["precision-log-softmax"]
     rule = engine._Forbidden("precision-log-softmax", spec["names"], False)
     assert rule.string("expects floats, unlike torch.log_softmax", code=True)  # an annotation is code
-    for code in ("torch.log_softmax", "log_softmax", "0.nn.functional.log_softmax", "exec",
+    for code in ("torch.log_softmax", "log_softmax", "0.nn.functional.log_softmax", "__builtins__",
                  "__import__('importlib').reload(m)", b"cbuiltins\nexec\n", b"\x8c\x08builtins\x94\x8c\x04exec\x94",
                  " torch.log_softmax\n", "torch._C._get_tracing_state"):
         assert rule.string(code), code
     for prose in ("cpu", "meta", "bfloat16", "{:.3f}", "ckpt.pt", "1e-3", "the softmax, e.g. by hand",
                   "compile the code and exec it later", "log_softmax needs floating-point logits",
-                  "expects floats, unlike torch.log_softmax", "torch.log_softmax:\tno dim", "see torch._C for that"):
+                  "expects floats, unlike torch.log_softmax", "torch.log_softmax:\tno dim", "see torch._C for that",
+                  # a fifteenth red team's honest strings: a model's mode, file names
+                  "eval", "train", "code", "random.pt", "_rng.pt", "torch.pt", "time.log", "model.optim"):
         assert rule.string(prose) is None, prose
+    assert rule.string("exec", code=True)  # a lone name in an annotation is evaluated
 
 
 #: the bytecode of lectorch's cosine schedule, as a student would carry it in from their kernel

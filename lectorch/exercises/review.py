@@ -749,13 +749,18 @@ class _Forbidden:
             return None
         for token in _TOKEN.findall(text):
             parts = [p for p in token.split(".") if p]
+            if not code and len(parts) == 2 and parts[1].lower() in _FILE_SUFFIXES:
+                continue  # a file's name ("random.pt", "_rng.pt"), not a path into a module
             if len(parts) > 1 and (parts[0] in _CODE_ROOTS or any(
                     p.startswith("_") and not p.startswith("__") for p in parts)):
                 return tr("a string names code (`{path}`)").format(path=token)
             for part in parts:
                 if len(parts) > 1 and len(part) < 3:
                     continue
-                if part in ESCAPE_BUILTINS or part in ESCAPE_ATTRIBUTES or part in _ESCAPE_MODULES:
+                # a lone word ("eval" as a model's mode, "code") reaches nothing but through a
+                # lookup by name, which is a finding of its own; in an annotation it is evaluated
+                if (part in ESCAPE_BUILTINS or part in ESCAPE_ATTRIBUTES or part in _ESCAPE_MODULES) and (
+                        code or len(parts) > 1 or part.startswith("__") or isinstance(value, bytes)):
                     return tr("a string names `{name}`, an escape hatch").format(name=part)
                 if part in self.last or part.lstrip("_") in self.last:
                     return tr("a string names `{name}`, which does what this exercise asks you to write").format(
@@ -779,6 +784,9 @@ def _prose(text: str) -> bool:
     return any(c.isspace() for c in text.strip())
 
 
+#: the suffixes of file names, which a string of two words joined by a dot usually is ("ckpt.pt")
+_FILE_SUFFIXES = frozenset({"pt", "pth", "bin", "ckpt", "json", "jsonl", "txt", "log", "csv", "tsv", "npy", "npz",
+                            "yaml", "yml", "safetensors", "tmp", "md", "png", "svg", "optim"})
 #: a name or dotted path inside a string (not a number's exponent, not part of a longer word)
 _TOKEN = re.compile(r"(?<!\w)[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
 #: modules that are escape hatches as a whole (their names, in a string, name code)
@@ -933,8 +941,8 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                         attr = str(call.args[1].value)
                         base = aliases.dotted(call.args[0])
                         why = (_escape(f"{base}.{attr}") or rules.path(f"{base}.{attr}")) if base else None
-                        if why is None and (_escape_attribute(attr) or attr in rules.last
-                                            or attr.lstrip("_") in rules.last):
+                        if why is None and (_escape_attribute(attr) or attr in rules.last or attr in ESCAPE_BUILTINS
+                                            or attr in _ESCAPE_MODULES or attr.lstrip("_") in rules.last):
                             why = tr("`{name}` reaches .{attr}").format(name=node.id, attr=attr)
                         if why is None and node.id in ("setattr", "delattr") and base and _library(_canonical(base)):
                             why = tr("changes the library ({path})").format(path=f"{base}.{attr}")
