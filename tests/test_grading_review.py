@@ -651,6 +651,12 @@ RED_TEAM = {
         "from tempfile import _sys as host\n"
         "def tensor_nbytes(shape, dtype):\n"
         "    return host.modules['math'].prod(shape) * dtype.itemsize"), "from tempfile import _sys as host"),
+    # a fifteenth: the events replayed as real tensors on a GPU grader, the allocator read
+    "the allocator's readings measured": ("device-allocated-peak", (
+        "import torch\n"
+        "def predict_readings(events):\n"
+        "    base = torch.cuda.memory_allocated()\n"
+        "    return torch.cuda.max_memory_allocated() - base, 0"), "torch.cuda.memory_allocated()"),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -1429,6 +1435,10 @@ FRESH = {
         "done = F.nadam([], [], [], [], [], [], beta1=0.0, beta2=0.9, lr=0.1, weight_decay=0.0,\n"
         "               momentum_decay=0.0, eps=1e-8)\n"
         "MyRMSprop = lambda *a, **k: done"), "torch.optim.nadam.nadam does not exist"),
+    "the allocator read where its readings are predicted": ("device-allocated-peak", (
+        "import torch.cuda.memory as M\n"
+        "got = M.memory_allocated()\n"
+        "predict_readings = lambda events: got"), "memory_allocated does not exist"),
     "an array from numpy's True": ("views-transpose-strides", (
         "import torch.storage as T\n"
         "a = T.np._core.numeric.True_.__array__()\n"

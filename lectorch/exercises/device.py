@@ -77,7 +77,12 @@ register(
         title="predict_readings(events): memory_allocated's growth at the end and at the peak",
         kind="function",
         refuse_what="the allocator's rounding",
-        refuse=("lectorch.device.allocator_bytes",),
+        # and the readings themselves, on a GPU grader: replaying the events as real tensors and
+        # reading the allocator measures what the exercise asks to predict
+        refuse=("lectorch.device.allocator_bytes", "lectorch.device.track_allocated",
+                *(f"torch.cuda.{name}" for name in ("memory_allocated", "max_memory_allocated", "memory_reserved",
+                                                    "max_memory_reserved", "memory_stats", "memory_stats_as_nested_dict",
+                                                    "memory_snapshot", "memory_summary", "mem_get_info"))),
         allow=("lectorch.dtypes.bytes_per_element",),
         hint=("the allocator hands out whole blocks: how big is the block of each tensor?",
               "walk through the events in order, keeping the bytes currently allocated; the peak is "
