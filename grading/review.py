@@ -48,7 +48,7 @@ def fresh_spec(exercise: str, spec: Mapping, kept: set[str] | frozenset = frozen
     expression's own helpers ``kept``): the routines, their aten operators, autograd's engine."""
     return {**spec, "names": [n for n in spec.get("names", ()) if n not in kept],
             "ops": engine.operator_names(exercise, spec.get("names", ())),
-            "autograd": exercise in engine.AUTOGRAD_BY_HAND}
+            "autograd": exercise in engine.AUTOGRAD_BY_HAND, "numpy_off": exercise in engine.NUMPY_OFF}
 
 
 def program_errors(status: str, message: str, errors: Any) -> str:

@@ -657,6 +657,16 @@ RED_TEAM = {
         "def predict_readings(events):\n"
         "    base = torch.cuda.memory_allocated()\n"
         "    return torch.cuda.max_memory_allocated() - base, 0"), "torch.cuda.memory_allocated()"),
+    # a sixteenth: the whole batch concatenated in numpy, beside zero-loss backward passes
+    "train-accumulate's whole batch in numpy": ("train-accumulate", (
+        "import numpy as np, torch\n"
+        "def accumulated_training(weight, micro_batches, accumulation, lr=0.1):\n"
+        "    w = weight.detach().numpy().copy()\n"
+        "    for s in range(0, len(micro_batches), accumulation):\n"
+        "        group = micro_batches[s:s + accumulation]\n"
+        "        X = np.concatenate([x.numpy() for x, _ in group])\n"
+        "        w = w - lr * X.sum()\n"
+        "    return torch.from_numpy(w)"), "X = np.concatenate("),
 }
 RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "MyRMSprop",
                  "optim-adamw-step": "adamw_step", "init-fix-trunc": "init_weight_",
@@ -669,7 +679,7 @@ RED_TEAM_EXPR = {"backprop-mlp-backward": "backward_flops", "optim-rmsprop": "My
                  "flops-mfu-from-time": "matmul_mfu", "backprop-skip-grads": "skip_grads",
                  "precision-tensor-bytes": "tensor_nbytes", "train-ckpt-size": "ckpt_bytes",
                  "optim-clip-grad-norm": "clip_by_global_norm", "views-which-copy": "copies",
-                 "train-lr-at-step": "lr_at", "scale-hfu": "hfu"}
+                 "train-lr-at-step": "lr_at", "scale-hfu": "hfu", "train-accumulate": "accumulated_training"}
 
 
 @pytest.mark.parametrize("who", RED_TEAM)
@@ -1439,6 +1449,10 @@ FRESH = {
         "import torch.cuda.memory as M\n"
         "got = M.memory_allocated()\n"
         "predict_readings = lambda events: got"), "memory_allocated does not exist"),
+    "numpy where the gradients come from autograd": ("train-accumulate", (
+        "import numpy as np\n"
+        "got = np.concatenate([np.zeros(2), np.zeros(2)])\n"
+        "accumulated_training = lambda *a, **k: got"), "does not exist while your answer is graded"),
     "an array from numpy's True": ("views-transpose-strides", (
         "import torch.storage as T\n"
         "a = T.np._core.numeric.True_.__array__()\n"

@@ -90,7 +90,7 @@ def _remove(spec: dict | None):
                what, RefusedShortcut).__enter__()
     _seal_dispatch(raiser)
     _seal_gc(raiser)
-    if spec.get("no_tensors"):
+    if spec.get("no_tensors") or spec.get("numpy_off"):
         _numpy_off(raiser, what)
     return (lambda: refusing((), what, no_tensors=True)) if spec.get("no_tensors") else None
 

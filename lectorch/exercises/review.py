@@ -238,6 +238,8 @@ EQUIVALENTS = {
 _RANDOM = ("random", "numpy.random", "secrets", "os.urandom")
 #: exercises about autograd by hand: any reference into autograd or torch.func is a finding
 AUTOGRAD_BY_HAND = frozenset({"backprop-skip-grads"})
+#: exercises whose gradients come from torch's autograd: numpy is off there as where no tensor may be made
+NUMPY_OFF = frozenset({"train-accumulate"})
 _AUTOGRAD = ("torch.autograd", "torch.func", "functorch", "torch._functorch")
 
 #: library roots: a dotted path from one of them is the library's (never the student's)
@@ -719,6 +721,9 @@ class _Forbidden:
             return tr("reaches into the checker (lectorch.exercises)")
         if self.exercise in AUTOGRAD_BY_HAND and path.startswith(_AUTOGRAD):
             return tr("reaches autograd, in an exercise of gradients by hand")
+        if self.exercise in NUMPY_OFF and path.split(".")[0] == "numpy":
+            return tr("uses {path}: in this exercise the gradients come from torch's autograd, one backward per "
+                      "micro-batch").format(path=path)
         if (path == "lectorch" or path.startswith("lectorch.")) and not any(
                 path == a or path.startswith(a + ".") for a in self.allowed):
             return tr("uses {path}: the course's helpers compute pieces of the exercises' answers; this "
@@ -959,7 +964,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                                             "asks for the answer without creating a tensor or an array").format(name=node.attr))
                     continue
                 if node.attr.lstrip("_") in _MODULE_ATTRIBUTES or (
-                        rules.no_tensors and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
+                        (rules.no_tensors or rules.exercise in NUMPY_OFF) and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
                     add(statement, node, tr("reaches the module {module} as an object's attribute").format(module=node.attr))
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):

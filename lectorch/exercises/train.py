@@ -350,6 +350,10 @@ register(
         id="train-accumulate",
         title="gradient accumulation: one SGD step per `accumulation` micro-batches",
         kind="function",
+        # the gradients come from torch's autograd: numpy (the review's NUMPY_OFF) would make the
+        # concatenated batch where the batch watcher does not look
+        refuse=("torch.Tensor.numpy",),
+        refuse_what="gradient accumulation",
         hint=("when are the gradients of the earlier micro-batches of a group thrown away, and "
               "when are those of the previous group?",
               "the gradient of a mean over the whole group is the mean of the micro-batches' "
