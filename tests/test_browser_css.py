@@ -76,6 +76,12 @@ def _styles(page, *, printed: bool) -> dict[str, list[str]]:
     # pages' CJK fallback is otherwise swapped in at a moment that differs from load to load
     page.evaluate("() => Promise.all([...document.fonts].map(f => f.load().catch(() => null)))"
                   ".then(() => document.fonts.ready).then(() => true)")
+    # and laid out again with them: the swap is applied in a later frame, and a measurement taken
+    # at once can still see the fallback's line breaks (zh ch08's sidebar title, one load in two)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+    page.wait_for_timeout(200)
+    page.evaluate("() => { const h = document.documentElement; h.style.fontSize = '17px'; h.offsetHeight;"
+                  " h.style.fontSize = ''; return h.offsetHeight; }")
     states = {}
     for theme in ("light", "dark"):
         page.evaluate(f"() => document.documentElement.dataset.theme = '{theme}'")
