@@ -147,9 +147,10 @@ def _seal_gc(raiser) -> None:
 
 
 def _numpy_off(raiser, what: str) -> None:
-    """Where no tensor may be made, no array either: every routine and type of numpy (torch
-    imported it) replaced by a raiser in every module that holds one, so numpy reached under any
-    name (an alias, a module's private ``_np``) computes nothing."""
+    """No array made (where no tensor may be made, and where the gradients come from autograd):
+    every routine and type of numpy (torch imported it) replaced by a raiser in every module that
+    holds one, so numpy reached under any name (an alias, a module's private ``_np``) computes
+    nothing."""
     numpy = [m for name, m in sorted(sys.modules.items(), key=lambda item: (item[0].count("."), item[0]))
              if name.split(".")[0] == "numpy" and isinstance(m, ModuleType)]  # numpy.empty named before its home
     def of_numpy(obj) -> bool:  # a routine, type or ufunc of numpy's, or a method bound to one
@@ -484,16 +485,23 @@ def _run_program(item: dict, plan: dict, plan_path: Path, out: Path) -> None:
     H.collect(namespace, str(mine), str(out), only=None)
 
 
+def _load_once() -> None:
+    """What every exercise's process starts with, imported once before any fork: torch, the parts
+    of numpy torch loads on first use (so that :func:`_numpy_off` reaches them), every exercise."""
+    import numpy.fft, numpy.linalg, numpy.random  # noqa: F401,E401
+    import torch  # noqa: F401
+
+    import lectorch.exercises
+
+    lectorch.exercises.exercises()
+
+
 def _fresh(plan: dict, plan_path: Path, started: float) -> dict:
     """Each exercise's program in its own process, forked from one that imported torch and
     lectorch but ran nothing of the student's (the grader's programs, not the notebook)."""
     import tempfile
 
-    import torch  # noqa: F401  (imported once, before any fork)
-    import numpy.fft, numpy.linalg, numpy.random  # noqa: F401,E401  (numpy's parts torch loads on first use)
-    import lectorch.exercises
-
-    lectorch.exercises.exercises()  # every exercise module loaded once, not once per child
+    _load_once()
     t_ready = time.monotonic()
 
     report = {"cells": len(plan["exercises"]), "ran": 0, "errors": 0, "timed_out": False, "kernel_died": False,

@@ -612,18 +612,15 @@ class _Aliases:
         assigns = []
         for root in nodes:
             for n in ast.walk(root):
-                if isinstance(n, ast.Import):
+                if isinstance(n, ast.Import) or (isinstance(n, ast.ImportFrom) and n.module and not n.level):
                     for a in n.names:
-                        if a.asname:
-                            self.paths[a.asname] = a.name
-                        else:
-                            top = a.name.split(".")[0]
-                            self.paths[top] = top
-                        self.imported.setdefault(a.asname or a.name.split(".")[0], set()).add(self.paths[a.asname or a.name.split(".")[0]])
-                elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
-                    for a in n.names:
-                        self.paths[a.asname or a.name] = f"{n.module}.{a.name}"
-                        self.imported.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
+                        if isinstance(n, ast.ImportFrom):
+                            bound, path = a.asname or a.name, f"{n.module}.{a.name}"
+                        else:  # import a.b binds a; import a.b as c binds c to a.b
+                            bound = a.asname or a.name.split(".")[0]
+                            path = a.name if a.asname else bound
+                        self.paths[bound] = path
+                        self.imported.setdefault(bound, set()).add(path)
                 elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                     assigns.append(n)
         for _ in range(3):  # x = torch.nn; f = x.functional: a few rounds settle chains
@@ -700,6 +697,7 @@ class _Forbidden:
         self.exercise = exercise
         self.paths = tuple(names)
         self.no_tensors = no_tensors
+        self.no_numpy = no_tensors or exercise in NUMPY_OFF
         self.allowed = (*LECTORCH_ALLOWED, *allowed)
         self.objects: dict[int, str] = {}
         for name in self.paths:
@@ -964,7 +962,7 @@ def review(program: Program, forbidden: Iterable[str] = (), *, no_tensors: bool 
                                             "asks for the answer without creating a tensor or an array").format(name=node.attr))
                     continue
                 if node.attr.lstrip("_") in _MODULE_ATTRIBUTES or (
-                        (rules.no_tensors or rules.exercise in NUMPY_OFF) and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
+                        rules.no_numpy and node.attr.lstrip("_") in ("np", "numpy")):  # also a private alias: tempfile._sys
                     add(statement, node, tr("reaches the module {module} as an object's attribute").format(module=node.attr))
                     continue
                 if isinstance(parents.get(id(node)), ast.Attribute):
